@@ -1,0 +1,77 @@
+// Rough token estimation (SPEC §3). Hot path: compress() estimates every message, so the ASCII case is a
+// single scan without allocation and the non-ASCII case walks code points once.
+import { IMAGE_PART_TOKENS, MESSAGE_OVERHEAD_TOKENS } from './constants.js';
+import type { ChatMessage } from './types.js';
+
+function isOneTokenCodePoint(cp: number): boolean {
+  return (
+    (cp >= 0x1100 && cp <= 0x11ff) ||
+    (cp >= 0x2e80 && cp <= 0x9fff) ||
+    (cp >= 0xa960 && cp <= 0xa97f) ||
+    (cp >= 0xac00 && cp <= 0xd7af) ||
+    (cp >= 0xf900 && cp <= 0xfaff) ||
+    (cp >= 0xff00 && cp <= 0xffef)
+  );
+}
+
+function utf8Length(cp: number): number {
+  if (cp < 0x80) return 1;
+  if (cp < 0x800) return 2;
+  if (cp < 0x10000) return 3;
+  return 4;
+}
+
+/** SPEC §3.1. */
+export function estimateTokensRough(text: string): number {
+  if (typeof text !== 'string' || text.length === 0) return 0;
+  const len = text.length;
+  let i = 0;
+  while (i < len && text.charCodeAt(i) < 0x80) i++;
+  if (i === len) return Math.ceil(len / 4);
+  // Mixed: i ASCII bytes so far, then walk the rest by code point.
+  let bytes = i;
+  let cjk = 0;
+  while (i < len) {
+    const cp = text.codePointAt(i) as number;
+    i += cp > 0xffff ? 2 : 1;
+    if (isOneTokenCodePoint(cp)) cjk++;
+    else bytes += utf8Length(cp);
+  }
+  return cjk + Math.ceil(bytes / 4);
+}
+
+/** Cache of the whole-message estimate, keyed by message object identity (messages are treated as immutable). */
+const messageEstimateCache = new WeakMap<object, number>();
+
+/** estimateTokensRough(JSON.stringify(message)), memoised per message object. */
+export function estimateMessageTokensRough(message: ChatMessage): number {
+  const cached = messageEstimateCache.get(message);
+  if (cached !== undefined) return cached;
+  const value = estimateTokensRough(JSON.stringify(message));
+  messageEstimateCache.set(message, value);
+  return value;
+}
+
+/** SPEC §3.2. */
+export function estimateMessagesTokensRough(messages: readonly ChatMessage[]): number {
+  let total = 0;
+  for (const m of messages) total += estimateMessageTokensRough(m);
+  return total;
+}
+
+/** Per-message cost for the tail walk (SPEC §3.3). */
+export function messageCost(m: ChatMessage): number {
+  let cost = MESSAGE_OVERHEAD_TOKENS;
+  const content = m.content;
+  if (typeof content === 'string') cost += estimateTokensRough(content);
+  else if (Array.isArray(content)) {
+    for (const part of content) {
+      if (part && part.type === 'text') cost += estimateTokensRough(part.text);
+      else if (part && part.type === 'image_url') cost += IMAGE_PART_TOKENS;
+    }
+  }
+  if (Array.isArray(m.tool_calls)) {
+    for (const call of m.tool_calls) cost += estimateTokensRough(JSON.stringify(call));
+  }
+  return cost;
+}

@@ -1,0 +1,28 @@
+// One pg pool per process, wrapped by kysely. Activities receive the Kysely instance by injection.
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+const INT8_OID = 20;
+
+export interface DbOptions {
+  connectionString: string;
+  maxConnections?: number;
+  applicationName?: string;
+}
+
+export function createDb(options: DbOptions): Kysely<Database> {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 10,
+    application_name: options.applicationName ?? 'durable-context',
+    // Row ids are identity bigints; they stay far below 2^53, so read them as numbers.
+    types: {
+      getTypeParser: ((oid: number, format?: string) =>
+        oid === INT8_OID
+          ? (v: string) => Number.parseInt(v, 10)
+          : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    },
+  });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}

@@ -1,0 +1,117 @@
+// The database schema as one typed interface (kysely). Mirrors migrations/; SPEC §13.1.
+import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable, Updateable } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+type Json<T extends object> = JSONColumnType<T, string, string>;
+
+export interface TenantsTable {
+  id: string;
+  name: string;
+  policy: ColumnType<Record<string, unknown>, string | undefined, string>;
+  policy_version: Generated<number>;
+  created_at: Timestamp;
+}
+
+export interface TenantMarkersTable {
+  tenant_id: string;
+  key: string;
+  value: string;
+  updated_at: Timestamp;
+}
+
+export interface SessionsTable {
+  tenant_id: string;
+  id: string;
+  conversation_id: string;
+  source: Generated<string>;
+  model: string | null;
+  provider: string | null;
+  title: string | null;
+  started_at: Timestamp;
+  ended_at: NullableTimestamp;
+  end_reason: string | null;
+  parent_session_id: string | null;
+  compression_count: Generated<number>;
+  responses_native_disabled: Generated<boolean>;
+  compressor_state: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+}
+
+export interface MessagesTable {
+  id: Generated<number>;
+  tenant_id: string;
+  session_id: string;
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string | null;
+  content_parts: ColumnType<unknown[] | null, string | null | undefined, string | null>;
+  tool_calls: ColumnType<unknown[] | null, string | null | undefined, string | null>;
+  tool_call_id: string | null;
+  tool_name: string | null;
+  extra: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  timestamp: Timestamp;
+  active: Generated<boolean>;
+  compacted: Generated<boolean>;
+  position: number;
+  summary_body: string | null;
+  compaction_id: string | null;
+  idempotency_key: string | null;
+  token_estimate: Generated<number>;
+  indexed_text: ColumnType<string, never, never>;
+  search_tsv: ColumnType<string, never, never>;
+}
+
+export interface CompactionsTable {
+  tenant_id: string;
+  id: string;
+  session_id: string;
+  conversation_id: string;
+  seq: number;
+  trigger: 'preflight' | 'post_response' | 'manual' | 'hygiene' | 'codex_app_server';
+  status: Generated<string>;
+  in_place: Generated<boolean>;
+  focus_topic: string | null;
+  previous_summary: string | null;
+  plan: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  prune_result: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  summary: string | null;
+  summary_body: string | null;
+  fallback_used: Generated<boolean>;
+  failure_class: string | null;
+  stats: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  replayable: Generated<boolean>;
+  compacted_row_ids: ColumnType<number[], number[] | undefined, number[]>;
+  new_session_id: string | null;
+  error: string | null;
+  attempts: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  completed_at: NullableTimestamp;
+}
+
+export interface EventsTable {
+  id: Generated<number>;
+  tenant_id: string;
+  session_id: string | null;
+  type: string;
+  payload: Json<Record<string, unknown>>;
+  compaction_id: string | null;
+  created_at: Timestamp;
+}
+
+export interface Database {
+  tenants: TenantsTable;
+  tenant_markers: TenantMarkersTable;
+  sessions: SessionsTable;
+  messages: MessagesTable;
+  /** View: the messages of the tenant in app.tenant_id, index-friendly (migrations/0001). Read-only. */
+  tenant_messages: MessagesTable;
+  compactions: CompactionsTable;
+  events: EventsTable;
+}
+
+export type MessageRow = Selectable<MessagesTable>;
+export type NewMessageRow = Insertable<MessagesTable>;
+export type MessageRowUpdate = Updateable<MessagesTable>;
+export type SessionRow = Selectable<SessionsTable>;
+export type CompactionRow = Selectable<CompactionsTable>;
+export type TenantRow = Selectable<TenantsTable>;

@@ -1,0 +1,150 @@
+// Starts `temporal server start-dev` as a child process on free or configured ports, waits until the frontend
+// answers (and the search attributes are visible), and stops it cleanly. Used by the test harness and `npm start`.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Connection } from '@temporalio/client';
+import { resolveTemporalCli } from './cli.js';
+
+export interface SearchAttributeSpec {
+  name: string;
+  type: 'Keyword' | 'Int' | 'Text' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
+}
+
+export interface DevServerOptions {
+  cliPath?: string;
+  /** gRPC port; 0 or absent picks a free port. */
+  grpcPort?: number;
+  /** Web UI port; 0 or absent picks a free port; `false` runs headless. */
+  uiPort?: number | false;
+  /** SQLite file for persistence across restarts; absent keeps state in memory. */
+  dbFile?: string;
+  namespace?: string;
+  searchAttributes?: readonly SearchAttributeSpec[];
+  /** Extra dynamic config, e.g. `{ 'limit.historyCount.suggestContinueAsNew': 200 }`. */
+  dynamicConfig?: Record<string, unknown>;
+  /** How long to wait for the server to answer (2 cores: allow up to 60 s). */
+  startTimeoutMs?: number;
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  onOutput?: (line: string) => void;
+}
+
+export interface DevServer {
+  address: string;
+  namespace: string;
+  uiUrl: string | null;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const cli = options.cliPath ?? (await resolveTemporalCli());
+  const namespace = options.namespace ?? 'default';
+  const grpcPort = options.grpcPort || (await freePort());
+  const uiPort = options.uiPort === false ? false : options.uiPort || (await freePort());
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(grpcPort)];
+  args.push('--log-level', options.logLevel ?? 'warn');
+  if (uiPort === false) args.push('--headless');
+  else args.push('--ui-port', String(uiPort));
+  if (namespace !== 'default') args.push('--namespace', namespace);
+  if (options.dbFile) {
+    mkdirSync(dirname(options.dbFile), { recursive: true });
+    args.push('--db-filename', options.dbFile);
+  }
+  for (const sa of options.searchAttributes ?? []) args.push('--search-attribute', `${sa.name}=${sa.type}`);
+  for (const [key, value] of Object.entries(options.dynamicConfig ?? {})) {
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  }
+
+  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const collect = (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (!line) continue;
+      output.push(line);
+      if (output.length > 200) output.shift();
+      options.onOutput?.(line);
+    }
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  child.on('exit', (code, signal) => {
+    exited = { code, signal };
+  });
+
+  const address = `127.0.0.1:${grpcPort}`;
+  const server: DevServer = {
+    address,
+    namespace,
+    uiUrl: uiPort === false ? null : `http://127.0.0.1:${uiPort}`,
+    pid: child.pid ?? -1,
+    stop: () => stopChild(child),
+  };
+  try {
+    await waitUntilReady(address, namespace, options.searchAttributes ?? [], options.startTimeoutMs ?? 60_000, () => {
+      if (exited) {
+        throw new Error(
+          `temporal server start-dev exited (code ${exited.code}, signal ${exited.signal}):\n${output.join('\n')}`,
+        );
+      }
+    });
+  } catch (err) {
+    await stopChild(child);
+    throw err;
+  }
+  return server;
+}
+
+async function waitUntilReady(
+  address: string,
+  namespace: string,
+  searchAttributes: readonly SearchAttributeSpec[],
+  timeoutMs: number,
+  checkAlive: () => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    checkAlive();
+    let connection: Connection | undefined;
+    try {
+      connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      await connection.workflowService.describeNamespace({ namespace });
+      const listed = await connection.operatorService.listSearchAttributes({ namespace });
+      const missing = searchAttributes.filter((sa) => !(sa.name in (listed.customAttributes ?? {})));
+      if (missing.length === 0) return;
+      lastError = new Error(`search attributes not yet visible: ${missing.map((m) => m.name).join(', ')}`);
+    } catch (err) {
+      lastError = err;
+    } finally {
+      await connection?.close().catch(() => undefined);
+    }
+    await sleep(250);
+  }
+  throw new Error(`Temporal dev server at ${address} did not answer within ${timeoutMs} ms: ${String(lastError)}`);
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}

@@ -1,0 +1,162 @@
+// Migrations from an empty database, CJK search paths (trigram index and LIKE), and row-level security.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { migrateToLatest } from '../../infra/db/migrate.js';
+import { withTenant } from '../../infra/db/tenant.js';
+import { createTestDatabase, type TestDatabase } from '../harness/db.js';
+
+let testDb: TestDatabase;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase(inject('databaseUrl'), { migrate: false });
+});
+afterAll(async () => {
+  await testDb?.drop();
+});
+
+async function seed(tenantId: string, sessionId: string, texts: string[]): Promise<void> {
+  await testDb.db
+    .insertInto('tenants')
+    .values({ id: tenantId, name: tenantId })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  await withTenant(testDb.db, tenantId, async (tx) => {
+    await tx.insertInto('sessions').values({ tenant_id: tenantId, id: sessionId, conversation_id: 'conv' }).execute();
+    await tx
+      .insertInto('messages')
+      .values(
+        texts.map((content, position) => ({
+          tenant_id: tenantId,
+          session_id: sessionId,
+          role: 'user' as const,
+          content,
+          position,
+        })),
+      )
+      .execute();
+  });
+}
+
+describe('migrations', () => {
+  it('migrate up from an empty database creates the schema, and a second run applies nothing', async () => {
+    const first = await migrateToLatest(testDb.db);
+    expect(first.applied).toEqual(['0001_initial']);
+    const second = await migrateToLatest(testDb.db);
+    expect(second.applied).toEqual([]);
+    const tables = await sql<{ table_name: string }>`
+      SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(
+      testDb.db,
+    );
+    expect(tables.rows.map((r) => r.table_name)).toEqual(
+      expect.arrayContaining(['compactions', 'events', 'messages', 'sessions', 'tenant_markers', 'tenants']),
+    );
+    const ext = await sql<{ extname: string }>`SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'`.execute(
+      testDb.db,
+    );
+    expect(ext.rows).toHaveLength(1);
+    const ctype = await sql<{
+      ctype: string;
+    }>`SELECT datctype AS ctype FROM pg_database WHERE datname = current_database()`.execute(testDb.db);
+    expect(ctype.rows[0]?.ctype).not.toBe('C');
+  });
+});
+
+describe('CJK search paths', () => {
+  beforeAll(async () => {
+    await seed('tenant-ja', 'ja-1', [
+      'コンテキストの圧縮を実行しました',
+      '今日は良い天気です',
+      'The deploy failed with exit code 137',
+      ...Array.from({ length: 3000 }, (_, i) => `filler message number ${i} about kubernetes and 日本語の文章`),
+    ]);
+  });
+
+  it('finds a Japanese message by a 3-character query through the pg_trgm index', async () => {
+    // Flush the GIN pending list and gather statistics, as autovacuum would, so the planner sees the real index.
+    await sql`VACUUM ANALYZE messages`.execute(testDb.db);
+    const rows = await withTenant(testDb.db, 'tenant-ja', async (tx) => {
+      const plan = await sql<{ 'QUERY PLAN': string }>`
+        EXPLAIN SELECT id FROM tenant_messages WHERE indexed_text ILIKE ${'%テキス%'}`.execute(tx);
+      const found = await sql<{ content: string }>`
+        SELECT content FROM tenant_messages WHERE indexed_text ILIKE ${'%テキス%'}`.execute(tx);
+      return { plan: plan.rows.map((r) => r['QUERY PLAN']).join('\n'), found: found.rows };
+    });
+    expect(rows.plan).toContain('messages_search_trgm');
+    expect(rows.found.map((r) => r.content)).toEqual(['コンテキストの圧縮を実行しました']);
+  });
+
+  it('the trigram index really holds CJK trigrams (locale is not C)', async () => {
+    const res = await sql<{ t: string[] }>`SELECT show_trgm('圧縮を実行') AS t`.execute(testDb.db);
+    expect(res.rows[0]?.t.length).toBeGreaterThan(0);
+  });
+
+  it('finds a Japanese message by a 2-character query (圧縮) through the LIKE path', async () => {
+    const found = await withTenant(testDb.db, 'tenant-ja', (tx) =>
+      tx.selectFrom('messages').select('content').where('indexed_text', 'ilike', '%圧縮%').execute(),
+    );
+    expect(found.map((r) => r.content)).toEqual(['コンテキストの圧縮を実行しました']);
+  });
+
+  it('finds Latin words through the tsvector', async () => {
+    const found = await withTenant(
+      testDb.db,
+      'tenant-ja',
+      async (tx) =>
+        (
+          await sql<{ content: string }>`
+        SELECT content FROM messages WHERE search_tsv @@ plainto_tsquery('simple', ${'deploy failed'})`.execute(tx)
+        ).rows,
+    );
+    expect(found.map((r) => r.content)).toEqual(['The deploy failed with exit code 137']);
+  });
+});
+
+describe('row-level security', () => {
+  beforeAll(async () => {
+    await seed('tenant-a', 'a-1', ['secret of tenant A']);
+    await seed('tenant-b', 'b-1', ['secret of tenant B']);
+  });
+
+  it('a query under tenant A cannot see tenant B rows, even without a WHERE clause', async () => {
+    const visible = await withTenant(testDb.db, 'tenant-a', (tx) =>
+      tx.selectFrom('messages').select(['tenant_id', 'content']).execute(),
+    );
+    expect(visible).toEqual([{ tenant_id: 'tenant-a', content: 'secret of tenant A' }]);
+    const sessions = await withTenant(testDb.db, 'tenant-a', (tx) => tx.selectFrom('sessions').select('id').execute());
+    expect(sessions.map((s) => s.id)).toEqual(['a-1']);
+  });
+
+  it('tenant A cannot write a row for tenant B', async () => {
+    await expect(
+      withTenant(testDb.db, 'tenant-a', (tx) =>
+        tx.insertInto('sessions').values({ tenant_id: 'tenant-b', id: 'sneaky', conversation_id: 'x' }).execute(),
+      ),
+    ).rejects.toThrow(/row-level security/);
+  });
+
+  it('the tenant role without a tenant setting sees no rows, through the tables or the search view', async () => {
+    const rows = await testDb.db.transaction().execute(async (tx) => {
+      await sql`SET LOCAL ROLE dc_tenant`.execute(tx);
+      return {
+        messages: await tx.selectFrom('messages').select('id').execute(),
+        view: await tx.selectFrom('tenant_messages').select('id').execute(),
+      };
+    });
+    expect(rows).toEqual({ messages: [], view: [] });
+  });
+
+  it('the search view under tenant A cannot see tenant B rows', async () => {
+    const visible = await withTenant(testDb.db, 'tenant-a', (tx) =>
+      tx.selectFrom('tenant_messages').select('content').where('indexed_text', 'ilike', '%secret%').execute(),
+    );
+    expect(visible.map((r) => r.content)).toEqual(['secret of tenant A']);
+  });
+
+  it('the tenant role can never delete a message (nothing is ever deleted)', async () => {
+    await expect(
+      withTenant(testDb.db, 'tenant-a', (tx) =>
+        tx.deleteFrom('messages').where('tenant_id', '=', 'tenant-a').execute(),
+      ),
+    ).rejects.toThrow(/permission denied/);
+  });
+});
