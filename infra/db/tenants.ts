@@ -1,0 +1,110 @@
+// Tenants (owner connection: the tenant role may only read `tenants`), their policy override and their one-time
+// notice markers (SPEC §1.4 tenant, §4.5 `codex_gpt55_autoraise_notice`).
+import { type Kysely, sql } from 'kysely';
+import type { Database, TenantRow } from './schema.js';
+import { withTenant } from './tenant.js';
+import { withTenantWrite, withWriteRetry } from './writeRetry.js';
+
+export interface NewTenant {
+  id: string;
+  name: string;
+}
+
+/** Idempotent: an existing tenant is returned as stored (its name is not changed). Owner connection. */
+export function ensureTenant(db: Kysely<Database>, tenant: NewTenant): Promise<TenantRow> {
+  return withWriteRetry(() =>
+    db.transaction().execute(async (tx) => {
+      const inserted = await tx
+        .insertInto('tenants')
+        .values({ id: tenant.id, name: tenant.name })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      return (
+        inserted ?? (await tx.selectFrom('tenants').selectAll().where('id', '=', tenant.id).executeTakeFirstOrThrow())
+      );
+    }),
+  );
+}
+
+export function getTenant(db: Kysely<Database>, tenantId: string): Promise<TenantRow | undefined> {
+  return db.selectFrom('tenants').selectAll().where('id', '=', tenantId).executeTakeFirst();
+}
+
+export interface TenantPolicy {
+  /** The raw snake_case override object, as stored (validated by the caller). */
+  policy: Record<string, unknown>;
+  version: number;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Stores the override object and bumps `policy_version`. Storing the policy already stored changes nothing (so a
+ * retried call does not bump twice). Throws when the tenant does not exist. Owner connection.
+ */
+export async function setTenantPolicy(
+  db: Kysely<Database>,
+  tenantId: string,
+  policy: Record<string, unknown>,
+): Promise<TenantPolicy> {
+  if (!isPlainObject(policy)) throw new TypeError('setTenantPolicy: policy must be a plain object');
+  const json = JSON.stringify(policy);
+  return withWriteRetry(() =>
+    db.transaction().execute(async (tx) => {
+      await tx
+        .updateTable('tenants')
+        .set({ policy: json, policy_version: sql`policy_version + 1` })
+        .where('id', '=', tenantId)
+        .where(sql<boolean>`policy IS DISTINCT FROM ${json}::jsonb`)
+        .execute();
+      const row = await tx
+        .selectFrom('tenants')
+        .select(['policy', 'policy_version'])
+        .where('id', '=', tenantId)
+        .executeTakeFirst();
+      if (!row) throw new Error(`Tenant ${tenantId} not found`);
+      return { policy: row.policy, version: row.policy_version };
+    }),
+  );
+}
+
+export async function getTenantPolicy(db: Kysely<Database>, tenantId: string): Promise<TenantPolicy | undefined> {
+  const row = await db
+    .selectFrom('tenants')
+    .select(['policy', 'policy_version'])
+    .where('id', '=', tenantId)
+    .executeTakeFirst();
+  return row && { policy: row.policy, version: row.policy_version };
+}
+
+export async function getTenantMarker(
+  db: Kysely<Database>,
+  tenantId: string,
+  key: string,
+): Promise<string | undefined> {
+  const row = await withTenant(db, tenantId, (tx) =>
+    tx
+      .selectFrom('tenant_markers')
+      .select('value')
+      .where('tenant_id', '=', tenantId)
+      .where('key', '=', key)
+      .executeTakeFirst(),
+  );
+  return row?.value;
+}
+
+/** Inserts or overwrites the marker. */
+export function setTenantMarker(db: Kysely<Database>, tenantId: string, key: string, value: string): Promise<void> {
+  return withTenantWrite(db, tenantId, async (tx) => {
+    await tx
+      .insertInto('tenant_markers')
+      .values({ tenant_id: tenantId, key, value })
+      .onConflict((oc) => oc.columns(['tenant_id', 'key']).doUpdateSet({ value, updated_at: sql`now()` }))
+      .execute();
+  });
+}

@@ -1,0 +1,356 @@
+// In-place commit of a compaction (SPEC §13.2, §13.5, §13.6) on the real PostgreSQL.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { SYSTEM_NOTE } from '../../../engine/constants.js';
+import type { ChatMessage } from '../../../engine/types.js';
+import { commitInPlace, SESSION_COMPRESS_EVENT } from '../../../infra/db/compactionCommit.js';
+import { getCompaction } from '../../../infra/db/compactions.js';
+import { appendMessages, listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
+import { getSession } from '../../../infra/db/sessions.js';
+import { CompactionNotFoundError, TranscriptChangedError } from '../../../infra/db/storeErrors.js';
+import { withTenant } from '../../../infra/db/tenant.js';
+import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import {
+  assistant,
+  newCompaction,
+  type SeededSession,
+  seedSession,
+  statsFor,
+  summaryText,
+  system,
+  toolCall,
+  toolResult,
+  user,
+} from './storeFixtures.js';
+
+let testDb: TestDatabase;
+const TENANT = 'tenant-inplace';
+
+beforeAll(async () => {
+  testDb = await createTestDatabase(inject('databaseUrl'));
+});
+afterAll(async () => {
+  await testDb?.drop();
+});
+
+const transcript: ChatMessage[] = [
+  system('You are an agent.'),
+  user('please investigate the flamingo outage'),
+  toolCall('c1', 'shell', '{"cmd":"kubectl logs flamingo"}'),
+  toolResult('c1', 'OOMKilled flamingo-7', 'shell'),
+  assistant('the flamingo pod was OOM killed'),
+  user('raise the memory limit'),
+  assistant('done, limit is now 2Gi'),
+  user('now check the heron service'),
+];
+
+/** A compaction output: edited system prompt, standalone summary, the last three rows carried. */
+function compacted(body: string): { output: ChatMessage[]; summaryIndex: number } {
+  return {
+    output: [
+      system(`You are an agent.\n\n${SYSTEM_NOTE}`),
+      assistant(summaryText(body)),
+      user('raise the memory limit'),
+      assistant('done, limit is now 2Gi'),
+      user('now check the heron service'),
+    ],
+    summaryIndex: 1,
+  };
+}
+
+async function events(tenantId: string, compactionId: string) {
+  return withTenant(testDb.db, tenantId, (tx) =>
+    tx.selectFrom('events').selectAll().where('compaction_id', '=', compactionId).execute(),
+  );
+}
+
+async function allRows(seeded: SeededSession) {
+  return listMessages(testDb.db, seeded.tenantId, seeded.sessionId, { includeInactive: true });
+}
+
+describe('commitInPlace', () => {
+  it('carries matched rows, archives the rest, inserts the new ones: the transcript reads back as the output', async () => {
+    const seeded = await seedSession(testDb.db, TENANT, transcript, { source: 'telegram' });
+    const compactionId = await newCompaction(testDb.db, seeded);
+    const { output, summaryIndex } = compacted('Investigated the flamingo outage.');
+    const oldIds = seeded.rows.map((r) => r.id);
+
+    const outcome = await commitInPlace(testDb.db, TENANT, {
+      sessionId: seeded.sessionId,
+      compactionId,
+      expectedRowIds: oldIds,
+      output,
+      summaryIndex,
+      summaryBody: 'Investigated the flamingo outage.',
+      fallbackUsed: false,
+      stats: statsFor('Investigated the flamingo outage.'),
+      platform: 'telegram',
+    });
+
+    // After the commit, the active rows in position order are exactly the output.
+    const after = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
+    expect(after.map((r) => r.message)).toEqual(output);
+    expect(after.map((r) => r.position)).toEqual([0, 1, 2, 3, 4]);
+
+    // Carried rows keep their ids (not re-inserted): exactly one live copy each.
+    expect(after.slice(2).map((r) => r.id)).toEqual(oldIds.slice(5));
+    const live = await allRows(seeded);
+    for (const text of ['raise the memory limit', 'done, limit is now 2Gi', 'now check the heron service']) {
+      expect(live.filter((r) => r.active && r.message.content === text)).toHaveLength(1);
+    }
+
+    // Archived rows: inactive, compacted, tagged with the compaction; every original message still retrievable.
+    expect(outcome.compactedRowIds).toEqual(oldIds.slice(0, 5));
+    const originals = await loadRowsByIds(testDb.db, TENANT, oldIds);
+    expect(originals.map((r) => r.message)).toEqual(transcript);
+    for (const row of originals.slice(0, 5)) {
+      expect(row).toMatchObject({ active: false, compacted: true, compactionId });
+    }
+
+    // New rows: active, not compacted, tagged; the summary row carries summary_body.
+    const inserted = await loadRowsByIds(testDb.db, TENANT, outcome.insertedRowIds);
+    expect(inserted.map((r) => [r.position, r.active, r.compacted, r.compactionId])).toEqual([
+      [0, true, false, compactionId],
+      [1, true, false, compactionId],
+    ]);
+    expect(inserted[1]?.summaryBody).toBe('Investigated the flamingo outage.');
+    expect(inserted[0]?.summaryBody).toBeNull();
+    expect(outcome.summaryRowId).toBe(inserted[1]?.id);
+    expect(outcome).toMatchObject({ status: 'committed', inPlace: true, oldSessionId: '', compressionCount: 1 });
+
+    // Session, record and event.
+    expect((await getSession(testDb.db, TENANT, seeded.sessionId))?.compression_count).toBe(1);
+    const record = await getCompaction(testDb.db, TENANT, compactionId);
+    expect(record).toMatchObject({
+      status: 'committed',
+      replayable: false,
+      fallback_used: false,
+      in_place: true,
+      new_session_id: null,
+      summary: summaryText('Investigated the flamingo outage.'),
+      summary_body: 'Investigated the flamingo outage.',
+      compacted_row_ids: oldIds.slice(0, 5),
+    });
+    expect(record?.completed_at).toBeInstanceOf(Date);
+    expect(record?.stats).toMatchObject({ tokensBefore: 1000, droppedCount: 3 });
+    const emitted = await events(TENANT, compactionId);
+    expect(emitted).toHaveLength(1);
+    expect(emitted[0]).toMatchObject({ type: SESSION_COMPRESS_EVENT, session_id: seeded.sessionId });
+    expect(emitted[0]?.payload).toEqual({
+      platform: 'telegram',
+      session_id: seeded.sessionId,
+      old_session_id: '',
+      in_place: true,
+      compression_count: 1,
+    });
+  });
+
+  it('archived rows stay discoverable through the search view, once per message', async () => {
+    const seeded = await seedSession(testDb.db, 'tenant-search', transcript);
+    const compactionId = await newCompaction(testDb.db, seeded);
+    await commitInPlace(testDb.db, seeded.tenantId, {
+      sessionId: seeded.sessionId,
+      compactionId,
+      expectedRowIds: seeded.rows.map((r) => r.id),
+      ...compacted('body'),
+      summaryBody: 'body',
+      fallbackUsed: false,
+      stats: statsFor('body'),
+    });
+    const search = (pattern: string) =>
+      withTenant(testDb.db, seeded.tenantId, (tx) =>
+        tx
+          .selectFrom('tenant_messages')
+          .select(['id', 'active', 'compacted'])
+          .where('indexed_text', 'ilike', pattern)
+          .where((eb) => eb.or([eb('active', '=', true), eb('compacted', '=', true)]))
+          .execute(),
+      );
+    expect(await search('%flamingo pod was OOM%')).toEqual([
+      expect.objectContaining({ active: false, compacted: true }),
+    ]);
+    expect(await search('%kubectl logs%')).toHaveLength(1); // tool call arguments of an archived row
+    expect(await search('%heron service%')).toEqual([expect.objectContaining({ active: true, compacted: false })]);
+  });
+
+  it('is idempotent by compaction id: a second commit changes nothing and emits no second event', async () => {
+    const seeded = await seedSession(testDb.db, TENANT, transcript);
+    const compactionId = await newCompaction(testDb.db, seeded);
+    const input = {
+      sessionId: seeded.sessionId,
+      compactionId,
+      expectedRowIds: seeded.rows.map((r) => r.id),
+      ...compacted('once'),
+      summaryBody: 'once',
+      fallbackUsed: true,
+      stats: statsFor('once', true),
+    };
+    const first = await commitInPlace(testDb.db, TENANT, input);
+    const rowsAfterFirst = await allRows(seeded);
+    const recordAfterFirst = await getCompaction(testDb.db, TENANT, compactionId);
+
+    const second = await commitInPlace(testDb.db, TENANT, input);
+    expect(second).toEqual({ ...first, alreadyCommitted: true });
+    expect(await allRows(seeded)).toEqual(rowsAfterFirst);
+    expect(await getCompaction(testDb.db, TENANT, compactionId)).toEqual(recordAfterFirst);
+    expect((await getSession(testDb.db, TENANT, seeded.sessionId))?.compression_count).toBe(1);
+    expect(await events(TENANT, compactionId)).toHaveLength(1);
+    expect(first).toMatchObject({ status: 'fallback' });
+    expect(recordAfterFirst).toMatchObject({ status: 'fallback', replayable: true, fallback_used: true });
+  });
+
+  it('throws TranscriptChangedError and writes nothing when the active rows moved on', async () => {
+    const seeded = await seedSession(testDb.db, TENANT, transcript);
+    const compactionId = await newCompaction(testDb.db, seeded);
+    await appendMessages(testDb.db, TENANT, seeded.sessionId, [
+      { message: assistant('late reply'), idempotencyKey: 'late' },
+    ]);
+    const before = await allRows(seeded);
+
+    const attempt = commitInPlace(testDb.db, TENANT, {
+      sessionId: seeded.sessionId,
+      compactionId,
+      expectedRowIds: seeded.rows.map((r) => r.id),
+      ...compacted('stale'),
+      summaryBody: 'stale',
+      fallbackUsed: false,
+      stats: statsFor('stale'),
+    });
+    await expect(attempt).rejects.toBeInstanceOf(TranscriptChangedError);
+    await expect(attempt).rejects.toMatchObject({ name: 'TranscriptChangedError' });
+
+    expect(await allRows(seeded)).toEqual(before);
+    expect((await getCompaction(testDb.db, TENANT, compactionId))?.status).toBe('pending');
+    expect(await events(TENANT, compactionId)).toHaveLength(0);
+    expect((await getSession(testDb.db, TENANT, seeded.sessionId))?.compression_count).toBe(0);
+  });
+
+  it('matches duplicates greedily in order (smallest unmatched row at or after the pointer)', async () => {
+    const rows = [user('hi'), assistant('ok'), user('hi'), assistant('ok'), user('go')];
+    const seeded = await seedSession(testDb.db, TENANT, rows);
+    const compactionId = await newCompaction(testDb.db, seeded);
+    const output = [user(summaryText('b')), assistant('ok'), user('hi'), assistant('ok'), user('go')];
+    const outcome = await commitInPlace(testDb.db, TENANT, {
+      sessionId: seeded.sessionId,
+      compactionId,
+      expectedRowIds: seeded.rows.map((r) => r.id),
+      output,
+      summaryIndex: 0,
+      summaryBody: 'b',
+      fallbackUsed: false,
+      stats: statsFor('b'),
+    });
+    const after = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
+    expect(after.map((r) => r.message)).toEqual(output);
+    // 'ok' → row 1 (p = 2), 'hi' → row 2, 'ok' → row 3, 'go' → row 4; row 0 is archived.
+    const ids = seeded.rows.map((r) => r.id);
+    expect(after.slice(1).map((r) => r.id)).toEqual([ids[1], ids[2], ids[3], ids[4]]);
+    expect(outcome.compactedRowIds).toEqual([ids[0]]);
+  });
+
+  it('a merged summary row is new; carried rows take the output extras; a later compaction archives the summary', async () => {
+    const rows: ChatMessage[] = [
+      user('start'),
+      assistant('a1'),
+      user('u2'),
+      { role: 'assistant', content: 'a2', reasoning: 'old' } as ChatMessage,
+      user('latest request'),
+    ];
+    const seeded = await seedSession(testDb.db, TENANT, rows);
+    const first = await newCompaction(testDb.db, seeded);
+    const merged = user(`${summaryText('one')}\n\nstart`);
+    const output1: ChatMessage[] = [
+      merged,
+      { role: 'assistant', content: 'a2', reasoning: 'new' } as ChatMessage,
+      user('latest request'),
+    ];
+    const outcome1 = await commitInPlace(testDb.db, TENANT, {
+      sessionId: seeded.sessionId,
+      compactionId: first,
+      expectedRowIds: seeded.rows.map((r) => r.id),
+      output: output1,
+      summaryIndex: 0,
+      summaryBody: 'one',
+      fallbackUsed: false,
+      stats: statsFor('one'),
+    });
+    let after = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
+    expect(after.map((r) => r.message)).toEqual(output1);
+    expect(after[1]?.id).toBe(seeded.rows[3]?.id);
+    expect(after[0]).toMatchObject({ id: outcome1.summaryRowId, summaryBody: 'one' });
+
+    await appendMessages(testDb.db, TENANT, seeded.sessionId, [{ message: assistant('reply'), idempotencyKey: 'r' }]);
+    const current = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
+    const second = await newCompaction(testDb.db, seeded, { seq: 2 });
+    const output2 = [user(summaryText('two')), assistant('reply')];
+    const outcome2 = await commitInPlace(testDb.db, TENANT, {
+      sessionId: seeded.sessionId,
+      compactionId: second,
+      expectedRowIds: current.map((r) => r.id),
+      output: output2,
+      summaryIndex: 0,
+      summaryBody: 'two',
+      fallbackUsed: false,
+      stats: statsFor('two'),
+    });
+    after = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
+    expect(after.map((r) => r.message)).toEqual(output2);
+    expect(outcome2.compressionCount).toBe(2);
+    expect(outcome2.compactedRowIds).toContain(outcome1.summaryRowId);
+    const [oldSummary] = await loadRowsByIds(testDb.db, TENANT, [outcome1.summaryRowId!]);
+    expect(oldSummary).toMatchObject({ active: false, compacted: true, summaryBody: 'one' });
+  });
+
+  it('rejects a compaction of another session, an unknown compaction and a summary index outside the output', async () => {
+    const a = await seedSession(testDb.db, TENANT, [user('a')]);
+    const b = await seedSession(testDb.db, TENANT, [user('b')]);
+    const compactionOfA = await newCompaction(testDb.db, a);
+    const base = {
+      sessionId: b.sessionId,
+      expectedRowIds: b.rows.map((r) => r.id),
+      output: [user('x')],
+      summaryIndex: 0,
+      summaryBody: 'x',
+      fallbackUsed: false,
+      stats: {},
+    };
+    await expect(commitInPlace(testDb.db, TENANT, { ...base, compactionId: compactionOfA })).rejects.toBeInstanceOf(
+      CompactionNotFoundError,
+    );
+    await expect(commitInPlace(testDb.db, TENANT, { ...base, compactionId: 'nope' })).rejects.toBeInstanceOf(
+      CompactionNotFoundError,
+    );
+    await expect(
+      commitInPlace(testDb.db, TENANT, { ...base, compactionId: compactionOfA, summaryIndex: 1 }),
+    ).rejects.toBeInstanceOf(RangeError);
+  });
+
+  it('commits a 10,000-row compaction in well under a second', async () => {
+    const big: ChatMessage[] = [system('sys')];
+    for (let i = 0; i < 4_999; i++) {
+      big.push(user(`question ${i} about the service ${'lorem ipsum '.repeat(8)}`));
+      big.push(assistant(`answer ${i} ${'dolor sit amet '.repeat(8)}`));
+    }
+    const seeded = await seedSession(testDb.db, 'tenant-big', big);
+    expect(seeded.rows).toHaveLength(9_999);
+    const compactionId = await newCompaction(testDb.db, seeded);
+    // Keep the last 4,000 rows, summarise the rest: 5,998 archived, 4,000 moved, 2 inserted.
+    const output = [system(`sys\n\n${SYSTEM_NOTE}`), assistant(summaryText('big')), ...big.slice(-4_000)];
+    const started = performance.now();
+    const outcome = await commitInPlace(testDb.db, 'tenant-big', {
+      sessionId: seeded.sessionId,
+      compactionId,
+      expectedRowIds: seeded.rows.map((r) => r.id),
+      output,
+      summaryIndex: 1,
+      summaryBody: 'big',
+      fallbackUsed: false,
+      stats: statsFor('big'),
+    });
+    const elapsed = performance.now() - started;
+    console.info(`10k-row in-place commit: ${elapsed.toFixed(0)} ms`);
+    expect(elapsed).toBeLessThan(1_500);
+    expect(outcome.compactedRowIds).toHaveLength(5_999);
+    const after = await loadTranscript(testDb.db, 'tenant-big', seeded.sessionId);
+    expect(after.map((r) => r.message)).toEqual(output);
+  });
+});
