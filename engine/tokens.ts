@@ -1,6 +1,7 @@
 // Rough token estimation (SPEC §3). Hot path: compress() estimates every message, so the ASCII case is a
 // single scan without allocation and the non-ASCII case walks code points once.
 import { IMAGE_PART_TOKENS, MESSAGE_OVERHEAD_TOKENS } from './constants.js';
+import { estimateJsonTokensRough } from './jsonTokens.js';
 import type { ChatMessage } from './types.js';
 
 function isOneTokenCodePoint(cp: number): boolean {
@@ -47,7 +48,7 @@ const messageEstimateCache = new WeakMap<object, number>();
 export function estimateMessageTokensRough(message: ChatMessage): number {
   const cached = messageEstimateCache.get(message);
   if (cached !== undefined) return cached;
-  const value = estimateTokensRough(JSON.stringify(message));
+  const value = estimateJsonTokensRough(message); // = estimateTokensRough(JSON.stringify(message)), without the copy
   messageEstimateCache.set(message, value);
   return value;
 }

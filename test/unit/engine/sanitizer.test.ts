@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { ORPHAN_CALL_STUB, sanitizeToolPairs } from '../../../engine/index.js';
+import { asst, call, expectSameObjects, sys, tool, user } from './builders.js';
+
+const stub = (id: string) => ({ role: 'tool', tool_call_id: id, content: ORPHAN_CALL_STUB });
+
+describe('sanitizeToolPairs (§8.7)', () => {
+  it('removes tool rows without a matching call (and without an id)', () => {
+    const noId = { role: 'tool' as const, content: 'x' };
+    const list = [sys(), user('u'), tool('ghost', 'r'), noId, asst('a')];
+    expect(sanitizeToolPairs(list)).toEqual([sys(), user('u'), asst('a')]);
+  });
+
+  it('stubs missing results right after the assistant, in call order, before existing results', () => {
+    const a = asst(null, [call('c1'), call('c2'), call('c3')]);
+    const list = [user('u'), a, tool('c2', 'r2'), user('next')];
+    expect(sanitizeToolPairs(list)).toEqual([user('u'), a, stub('c1'), stub('c3'), tool('c2', 'r2'), user('next')]);
+  });
+
+  it('the last message is exempt: its calls may be in flight', () => {
+    const a = asst(null, [call('c1')]);
+    const list = [user('u'), a];
+    expect(sanitizeToolPairs(list)).toEqual(list);
+  });
+
+  it('a removed orphan result at the end makes the calling assistant last (exempt)', () => {
+    const a = asst(null, [call('c1')]);
+    expect(sanitizeToolPairs([user('u'), a, tool('zz', 'orphan')])).toEqual([user('u'), a]);
+  });
+
+  it('membership is by id across the whole list', () => {
+    const a = asst(null, [call('c1')]);
+    const list = [user('u'), a, user('interleaved'), tool('c1', 'late')];
+    expect(sanitizeToolPairs(list)).toEqual(list);
+  });
+
+  it('a clean list comes back deep-equal, with the same objects, as a new array', () => {
+    const list = [sys(), user('u'), asst(null, [call('c1')]), tool('c1', 'r'), asst('done')];
+    const before = structuredClone(list);
+    const out = sanitizeToolPairs(list);
+    expect(out).not.toBe(list);
+    expect(out).toEqual(before);
+    expectSameObjects(out, list);
+  });
+
+  it('does not mutate the input when repairing', () => {
+    const list = [user('u'), asst(null, [call('c1')]), tool('nope', 'r'), user('v')];
+    const before = structuredClone(list);
+    sanitizeToolPairs(list);
+    expect(list).toEqual(before);
+  });
+});
