@@ -171,7 +171,7 @@ async function finishCompaction(tx: Kysely<Database>, tenantId: string, f: Finis
       summary_body: result.summaryBody,
       stats: JSON.stringify({ ...result.stats, commit: note }),
       compacted_row_ids: f.compactedRowIds,
-      error: null,
+      // `error` is kept: for a fallback it says why the summary failed (the operator's reason to replay).
       completed_at: sql`now()`,
       updated_at: sql`now()`,
     })

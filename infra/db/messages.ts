@@ -291,3 +291,28 @@ export function listMessages(
     return rows.map(rowToStored);
   });
 }
+
+export interface TranscriptTotals {
+  activeMessages: number;
+  activeTokens: number;
+}
+
+/** Count and summed token estimate of the session's active rows (the workflow's running totals). */
+export async function transcriptTotals(
+  db: Kysely<Database>,
+  tenantId: string,
+  sessionId: string,
+): Promise<TranscriptTotals> {
+  const row = await withTenant(db, tenantId, (tx) =>
+    tx
+      .selectFrom('messages')
+      .select((eb) => [
+        eb.fn.countAll<string>().as('n'),
+        eb.fn.coalesce(eb.fn.sum<string>('token_estimate'), eb.lit(0)).as('tokens'),
+      ])
+      .where('session_id', '=', sessionId)
+      .where('active', '=', true)
+      .executeTakeFirstOrThrow(),
+  );
+  return { activeMessages: Number(row.n), activeTokens: Number(row.tokens) };
+}

@@ -1,0 +1,394 @@
+// The four compaction phases as Temporal activities (DESIGN.md §3, SPEC §8.1): align → prune → summarize →
+// reassemble. Boundaries are computed on the unpruned input (§8.1), so align runs first. Each activity is thin
+// (load by compaction id → pure engine step → persist) and idempotent: a retry finds its stored result.
+import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
+import type { Kysely } from 'kysely';
+import {
+  buildFallbackSummary,
+  buildSummaryRequest,
+  type ChatMessage,
+  type CompressionStats,
+  compactionStats,
+  estimateMessagesTokensRough,
+  interpretSummaryReply,
+  isSummaryMessage,
+  messageText,
+  planCompaction,
+  prunePhase,
+  reassemblePhase,
+  type Summarizer,
+  type SummaryFailureClass,
+  type SummaryRequest,
+  summaryText,
+  unchangedStats,
+} from '../engine/index.js';
+import { commitInPlace, commitRotation, TranscriptChangedError } from '../infra/db/compactionCommit.js';
+import { createCompactionRecord, getCompaction, updateCompaction } from '../infra/db/compactions.js';
+import { loadTranscript } from '../infra/db/messages.js';
+import type { CompactionRow, Database } from '../infra/db/schema.js';
+import {
+  applyPrune,
+  type CompactionSnapshot,
+  failureClassOf,
+  loadSnapshot,
+  planOf,
+  type StoredPlan,
+  type StoredPrune,
+  storedPlan,
+  storedPrune,
+} from './compactionSnapshot.js';
+
+export interface CompactionRef {
+  tenantId: string;
+  compactionId: string;
+}
+
+export interface BeginCompactionInput extends CompactionRef {
+  sessionId: string;
+  conversationId: string;
+  seq: number;
+  trigger: 'preflight' | 'post_response' | 'manual' | 'hygiene';
+  inPlace: boolean;
+  focusTopic: string | null;
+  previousSummary: string | null;
+}
+
+export interface AlignInput extends CompactionRef {
+  protectFirstN: number;
+  protectLastN: number;
+  minTailUserMessages: number;
+  tailTokenBudget: number;
+  contextLength: number;
+}
+
+export interface AlignResult {
+  noop: false | string;
+  headEnd: number;
+  cut: number;
+  inputRows: number;
+  tokensBefore: number;
+}
+
+export type SummarizeResult =
+  | { ok: true; summarizerCalled: true }
+  | { ok: false; failureClass: SummaryFailureClass; summarizerCalled: boolean; reason: string };
+
+export interface ReassembleInput extends CompactionRef {
+  /** Set when the summary failed: build the fallback summary of SPEC §9.5 with this class. */
+  fallbackFailureClass: SummaryFailureClass | null;
+  /** Hygiene (SPEC §11.3 step 3): adopt only a result smaller than the input. */
+  requireSmaller: boolean;
+  /** Rotation target (SPEC §13.3), generated in the workflow; null for in-place. */
+  newSessionId: string | null;
+  platform: string;
+}
+
+export interface ReassembleResult {
+  status: 'committed' | 'fallback' | 'rejected';
+  sessionId: string;
+  summaryBody: string | null;
+  stats: CompressionStats;
+  activeMessages: number;
+  activeTokens: number;
+}
+
+export interface CompactionActivityDeps {
+  db: Kysely<Database>;
+  /** The summary model; null: no provider configured, every compaction uses the fallback summary (DESIGN §5). */
+  summarizer: Summarizer | null;
+  /** How often the summarize activity heartbeats while it waits (ms). */
+  heartbeatIntervalMs?: number;
+}
+
+export const EMPTY_SUMMARY_FAILURE = 'EmptySummary';
+export const TRANSCRIPT_CHANGED_FAILURE = 'TranscriptChanged';
+
+async function requireRecord(db: Kysely<Database>, ref: CompactionRef): Promise<CompactionRow> {
+  const record = await getCompaction(db, ref.tenantId, ref.compactionId);
+  if (!record) throw ApplicationFailure.nonRetryable(`compaction ${ref.compactionId} not found`, 'NotFound');
+  return record;
+}
+
+export function createCompactionActivities(deps: CompactionActivityDeps) {
+  const { db } = deps;
+
+  async function snapshotWithPrune(ref: CompactionRef): Promise<CompactionSnapshot & { pruned: ChatMessage[] }> {
+    const record = await requireRecord(db, ref);
+    const snapshot = await loadSnapshot(db, ref.tenantId, record);
+    const prune = storedPrune(record);
+    if (!prune) throw new Error(`compaction ${ref.compactionId} has no prune result yet`);
+    return { ...snapshot, pruned: applyPrune(snapshot.input, prune) };
+  }
+
+  async function callSummarizer(request: SummaryRequest): Promise<unknown> {
+    if (!deps.summarizer) throw new Error('no summarizer');
+    const interval = setInterval(() => heartbeat(), deps.heartbeatIntervalMs ?? 5_000);
+    try {
+      heartbeat();
+      return await deps.summarizer(request);
+    } finally {
+      clearInterval(interval);
+    }
+  }
+
+  return {
+    /** Creates the compaction record (idempotent: a retry finds it). */
+    async beginCompaction(input: BeginCompactionInput): Promise<void> {
+      await createCompactionRecord(db, input.tenantId, {
+        id: input.compactionId,
+        sessionId: input.sessionId,
+        conversationId: input.conversationId,
+        seq: input.seq,
+        trigger: input.trigger,
+        inPlace: input.inPlace,
+        focusTopic: input.focusTopic,
+        previousSummary: input.previousSummary,
+      });
+    },
+
+    /** Phase 2 (S1–S4, and the empty-window check of §8.5.1) on the unpruned active transcript. */
+    async align(input: AlignInput): Promise<AlignResult> {
+      const record = await requireRecord(db, input);
+      const stored = storedPlan(record);
+      if (stored) {
+        return {
+          noop: stored.noop,
+          headEnd: stored.headEnd,
+          cut: stored.cut,
+          inputRows: stored.inputRowIds.length,
+          tokensBefore: stored.tokensBefore,
+        };
+      }
+      const rows = await loadTranscript(db, input.tenantId, record.session_id);
+      const messages = rows.map((r) => r.message);
+      const tokensBefore = estimateMessagesTokensRough(messages);
+      const boundaries = planCompaction(messages, {
+        protectFirstN: input.protectFirstN,
+        protectLastN: input.protectLastN,
+        minTailUserMessages: input.minTailUserMessages,
+        tailTokenBudget: input.tailTokenBudget,
+        previousSummary: record.previous_summary,
+      });
+      let noop: false | string = boundaries.noop;
+      if (noop === false) {
+        const request = buildSummaryRequest(messages, boundaries, {
+          previousSummary: record.previous_summary,
+          focusTopic: record.focus_topic,
+          contextLength: input.contextLength,
+        });
+        if (request.noop !== false) noop = request.noop;
+      }
+      const plan: StoredPlan = {
+        headEnd: boundaries.headEnd,
+        cut: boundaries.cut,
+        reinsertIndex: boundaries.reinsertIndex,
+        noop,
+        inputRowIds: rows.map((r) => r.id),
+        tokensBefore,
+        contextLength: input.contextLength,
+      };
+      const patch: Parameters<typeof updateCompaction>[3] = { plan: JSON.stringify(plan) };
+      if (noop !== false) {
+        Object.assign(patch, {
+          status: 'noop',
+          stats: JSON.stringify(unchangedStats(tokensBefore, { noop: noop as never })),
+          completed_at: new Date(),
+        });
+      }
+      await updateCompaction(db, input.tenantId, input.compactionId, patch);
+      return { noop, headEnd: plan.headEnd, cut: plan.cut, inputRows: rows.length, tokensBefore };
+    },
+
+    /** Phase 1 (S5): dedup and clear old tool output on the working copy; stores only the changed rows. */
+    async prune(ref: CompactionRef): Promise<{ prunedCount: number }> {
+      const record = await requireRecord(db, ref);
+      const existing = storedPrune(record);
+      if (existing) return { prunedCount: existing.prunedCount };
+      const { input, plan } = await loadSnapshot(db, ref.tenantId, record);
+      const result = prunePhase(input, plan);
+      const replacements: StoredPrune['replacements'] = [];
+      result.messages.forEach((m, i) => {
+        if (m !== input[i] && typeof m.content === 'string') replacements.push([i, m.content]);
+      });
+      const prune: StoredPrune = { prunedCount: result.prunedCount, replacements };
+      await updateCompaction(db, ref.tenantId, ref.compactionId, { prune_result: JSON.stringify(prune) });
+      return { prunedCount: prune.prunedCount };
+    },
+
+    /**
+     * Phase 3 (S6): one summarizer call per attempt; the retry policy lives in the workflow (SPEC §9.2). Rejects on
+     * failure — an empty reply is non-retryable — and never stores error text as a summary.
+     */
+    async summarize(ref: CompactionRef): Promise<SummarizeResult> {
+      const { record, plan, pruned } = await snapshotWithPrune(ref);
+      if (record.summary_body) return { ok: true, summarizerCalled: true };
+      if (!deps.summarizer) {
+        return { ok: false, failureClass: 'error', summarizerCalled: false, reason: 'no summary provider configured' };
+      }
+      const built = buildSummaryRequest(pruned, plan, {
+        previousSummary: record.previous_summary,
+        focusTopic: record.focus_topic,
+        contextLength: plan.contextLength,
+      });
+      if (built.noop !== false) throw ApplicationFailure.nonRetryable('window has no turns to summarise', 'NoWindow');
+      const attempt = Context.current().info.attempt;
+      await updateCompaction(db, ref.tenantId, ref.compactionId, { attempts: attempt });
+      let reply: unknown;
+      try {
+        reply = await callSummarizer(built.request);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        await updateCompaction(db, ref.tenantId, ref.compactionId, { error: message.slice(0, 2_000) });
+        if (err instanceof ApplicationFailure) throw err;
+        throw ApplicationFailure.retryable(message, 'SummarizerError');
+      }
+      const outcome = interpretSummaryReply(reply);
+      if (!outcome.ok) {
+        await updateCompaction(db, ref.tenantId, ref.compactionId, { error: 'summary reply was empty' });
+        throw ApplicationFailure.nonRetryable('summary reply was empty', EMPTY_SUMMARY_FAILURE);
+      }
+      await updateCompaction(db, ref.tenantId, ref.compactionId, {
+        summary_body: outcome.body,
+        failure_class: null,
+        error: null,
+      });
+      return { ok: true, summarizerCalled: true };
+    },
+
+    /** Phase 4 (S7–S8) and the commit of SPEC §13.2 / §13.3, in one transaction, idempotent by compaction id. */
+    async reassemble(input: ReassembleInput): Promise<ReassembleResult> {
+      const { record, plan, input: messages, pruned } = await snapshotWithPrune(input);
+      const done = committedResult(record);
+      if (done) return done;
+      const llmBody = record.summary_body;
+      const failureClass = llmBody ? null : (input.fallbackFailureClass ?? failureClassOf(record) ?? 'error');
+      const summaryBody =
+        llmBody ??
+        buildFallbackSummary(messages, plan, {
+          previousSummary: record.previous_summary,
+          failureClass: failureClass as SummaryFailureClass,
+        });
+      const output = reassemblePhase(pruned, messages, planOf(plan), summaryBody, {
+        previousSummary: record.previous_summary,
+      });
+      const fallbackUsed = llmBody === null;
+      const stats = compactionStats({
+        tokensBefore: plan.tokensBefore,
+        output,
+        prunedCount: storedPrune(record)?.prunedCount ?? 0,
+        plan,
+        fallbackUsed,
+        summaryBody,
+      });
+      if (input.requireSmaller && stats.tokensAfter >= stats.tokensBefore) {
+        await updateCompaction(db, input.tenantId, input.compactionId, {
+          status: 'rejected',
+          stats: JSON.stringify(stats),
+          failure_class: failureClass,
+          completed_at: new Date(),
+        });
+        return {
+          status: 'rejected',
+          sessionId: record.session_id,
+          summaryBody: null,
+          stats,
+          activeMessages: messages.length,
+          activeTokens: plan.tokensBefore,
+        };
+      }
+      const summaryIndex = findSummaryIndex(output, summaryBody);
+      if (failureClass !== null) {
+        await updateCompaction(db, input.tenantId, input.compactionId, { failure_class: failureClass });
+      }
+      const commit = {
+        compactionId: input.compactionId,
+        expectedRowIds: plan.inputRowIds,
+        output,
+        summaryIndex,
+        summaryBody,
+        fallbackUsed,
+        // activeMessages rides along so that a retry after the commit can report it (committedResult).
+        stats: { ...stats, activeMessages: output.length },
+        platform: input.platform,
+      };
+      try {
+        if (input.newSessionId && record.in_place === false) {
+          await commitRotation(db, input.tenantId, {
+            ...commit,
+            oldSessionId: record.session_id,
+            newSessionId: input.newSessionId,
+          });
+        } else {
+          await commitInPlace(db, input.tenantId, { ...commit, sessionId: record.session_id });
+        }
+      } catch (err) {
+        if (err instanceof TranscriptChangedError) {
+          throw ApplicationFailure.nonRetryable((err as Error).message, TRANSCRIPT_CHANGED_FAILURE);
+        }
+        throw err;
+      }
+      return {
+        status: fallbackUsed ? 'fallback' : 'committed',
+        sessionId: input.newSessionId && record.in_place === false ? input.newSessionId : record.session_id,
+        summaryBody,
+        stats,
+        activeMessages: output.length,
+        activeTokens: stats.tokensAfter,
+      };
+    },
+
+    /** Records how a compaction ended when no commit happened (abort, failure after retries). */
+    async recordCompactionEnd(
+      input: CompactionRef & {
+        status: 'aborted' | 'failed';
+        error: string | null;
+        failureClass: SummaryFailureClass | null;
+      },
+    ): Promise<void> {
+      const record = await requireRecord(db, input);
+      if (record.status === 'committed' || record.status === 'fallback') return;
+      const plan = storedPlan(record);
+      await updateCompaction(db, input.tenantId, input.compactionId, {
+        status: input.status,
+        error: input.error ?? record.error,
+        failure_class: input.failureClass,
+        stats: plan ? JSON.stringify(unchangedStats(plan.tokensBefore, { aborted: true })) : null,
+        completed_at: new Date(),
+      });
+    },
+  };
+}
+
+/** A retry after a successful commit returns what was committed. */
+function committedResult(record: CompactionRow): ReassembleResult | null {
+  if (record.status !== 'committed' && record.status !== 'fallback') return null;
+  // The stored stats also carry the store's bookkeeping (commit, replay): report only CompressionStats.
+  const {
+    activeMessages,
+    commit: _commit,
+    replay: _replay,
+    ...stats
+  } = record.stats as unknown as CompressionStats & {
+    activeMessages: number;
+    commit?: unknown;
+    replay?: unknown;
+  };
+  return {
+    status: record.status,
+    sessionId: record.new_session_id ?? record.session_id,
+    summaryBody: record.summary_body,
+    stats,
+    activeMessages,
+    activeTokens: stats.tokensAfter,
+  };
+}
+
+/** The output row that carries the summary (standalone or merged, SPEC §8.6.2). */
+export function findSummaryIndex(output: readonly ChatMessage[], summaryBody: string): number {
+  const text = summaryText(summaryBody);
+  const index = output.findIndex((m) => isSummaryMessage(m) && messageText(m).trimStart().startsWith(text));
+  if (index < 0) throw new Error('reassembled output carries no summary row');
+  return index;
+}
+
+export type CompactionActivities = ReturnType<typeof createCompactionActivities>;

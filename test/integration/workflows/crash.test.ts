@@ -1,0 +1,483 @@
+// Crash recovery with a real process kill (issue requirement): a worker in a child process is SIGKILLed during each
+// of the four compaction phases — right after the phase's database writes, before Temporal hears of its completion —
+// and during a message append. A fresh in-process worker on the same task queue finishes the work: the compaction
+// commits exactly once and the transcript is exactly what an uninterrupted run produces, with no lost or duplicated
+// rows. Cases run concurrently, each on its own task queue, because every recovery waits for a Temporal timeout.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { Kysely } from 'kysely';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ChatMessage } from '../../../engine/index.js';
+import { createDb } from '../../../infra/db/connect.js';
+import { loadTranscript } from '../../../infra/db/messages.js';
+import type { Database } from '../../../infra/db/schema.js';
+import { withTenant } from '../../../infra/db/tenant.js';
+import { ensureTenant } from '../../../infra/db/tenants.js';
+import type { ConversationStart } from '../../../infra/temporal/conversationClient.js';
+import type { CompactionResult, SubmitMessages } from '../../../workflows/definitions.js';
+import { compactionWorkflowId, conversationWorkflowId } from '../../../workflows/ids.js';
+import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { FIXED_SUMMARY_BODY, fixedSummarizer } from '../../harness/fixedSummarizer.js';
+import { createTestStack, type TestStack, workflowBundle } from '../../harness/temporal.js';
+import {
+  activeTranscript,
+  agentTranscript,
+  allRows,
+  batch,
+  compactionsOf,
+  eventsOf,
+  expectTranscriptInvariants,
+} from './transcript.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const WORKER_SCRIPT = fileURLToPath(new URL('../../harness/workerProcess.ts', import.meta.url));
+
+// Short timeouts so that a lost attempt is retried within seconds (SPEC §9.2 knobs, DESIGN §3).
+const START: ConversationStart = {
+  model: 'test-model-200k',
+  contextLength: 200_000,
+  timeouts: { phaseSeconds: 3, summaryAttemptSeconds: 5, summaryHeartbeatSeconds: 2 },
+};
+// The same messages in every case and in the uninterrupted control run, so the transcripts can be compared.
+const FIRST = agentTranscript(12, { tag: 'crash' });
+const SECOND = agentTranscript(6, { tag: 'later' }).slice(1);
+
+let testDb: TestDatabase;
+let bundleDir: string;
+let bundlePath: string;
+const processes = new Set<ChildProcess>();
+const stacks = new Set<TestStack>();
+const pools = new Set<Kysely<Database>>();
+
+interface Control {
+  first: { result: CompactionResult; transcript: ChatMessage[] };
+  second: { result: CompactionResult; transcript: ChatMessage[] };
+}
+let control: Control;
+
+function killAll(): void {
+  for (const child of processes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+process.once('exit', killAll);
+
+beforeAll(async () => {
+  testDb = await createTestDatabase(inject('databaseUrl'));
+  // One bundle for the file: the in-process workers use it directly, the child processes read it from disk.
+  const bundle = await workflowBundle();
+  bundleDir = await mkdtemp(join(tmpdir(), 'dc-crash-'));
+  bundlePath = join(bundleDir, 'workflow-bundle.js');
+  await writeFile(bundlePath, bundle.code);
+  control = await controlRun();
+});
+
+afterAll(async () => {
+  killAll();
+  await Promise.all([...processes].map((child) => exited(child)));
+  for (const stack of stacks) await stack.close().catch(() => undefined);
+  for (const pool of pools) await pool.destroy().catch(() => undefined);
+  await testDb?.drop();
+  if (bundleDir) await rm(bundleDir, { recursive: true, force: true });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Plumbing
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+interface WorkerProcess {
+  /** Resolves when the process printed this line; rejects when it exits first or the time is up. */
+  waitFor(line: string, timeoutMs?: number): Promise<void>;
+  /** SIGKILL, and wait until the process is gone. */
+  kill(): Promise<void>;
+}
+
+function startWorkerProcess(taskQueue: string, hook: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      DATABASE_URL: testDb.url,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      TASK_QUEUE: taskQueue,
+      WORKFLOW_BUNDLE_PATH: bundlePath,
+      HEARTBEAT_INTERVAL_MS: '500',
+      ...hook,
+    },
+  });
+  processes.add(child);
+  const lines: string[] = [];
+  const waiters: Array<() => void> = [];
+  let stderr = '';
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    lines.push(line);
+    for (const w of waiters.splice(0)) w();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4_000);
+  });
+  child.once('exit', () => {
+    for (const w of waiters.splice(0)) w();
+  });
+  return {
+    waitFor: (line, timeoutMs = 60_000) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`worker process: no '${line}' within ${timeoutMs} ms; stderr:\n${stderr}`)),
+          timeoutMs,
+        );
+        const check = () => {
+          if (lines.includes(line)) {
+            clearTimeout(timer);
+            resolve();
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            clearTimeout(timer);
+            reject(
+              new Error(`worker process exited (${child.exitCode ?? child.signalCode}) before '${line}':\n${stderr}`),
+            );
+          } else {
+            waiters.push(check);
+          }
+        };
+        check();
+      }),
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited(child);
+      expect(child.signalCode ?? child.exitCode).toBe('SIGKILL');
+    },
+  };
+}
+
+/** A task queue of its own with an in-process worker factory; the worker is stopped until the kill has happened. */
+async function caseStack(): Promise<{ stack: TestStack; db: Kysely<Database> }> {
+  const db = createDb({ connectionString: testDb.url, maxConnections: 4 });
+  pools.add(db);
+  const stack = await createTestStack({ db, summarizer: fixedSummarizer });
+  stacks.add(stack);
+  await stack.stopWorker();
+  return { stack, db };
+}
+
+async function closeCase(stack: TestStack, db: Kysely<Database>): Promise<void> {
+  await stack.close();
+  stacks.delete(stack);
+  await db.destroy();
+  pools.delete(db);
+}
+
+async function newTenant(): Promise<string> {
+  const id = `t-${randomUUID().slice(0, 8)}`;
+  await ensureTenant(testDb.db, { id, name: id });
+  return id;
+}
+
+/** An update that resolves later: awaited after the restart (a rejection before then is not unhandled). */
+function later<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
+}
+
+async function wireTranscript(tenantId: string, sessionId: string): Promise<ChatMessage[]> {
+  return (await loadTranscript(testDb.db, tenantId, sessionId)).map((r) => r.message);
+}
+
+interface KeyedRow {
+  id: number;
+  role: string;
+  content: string | null;
+  tool_call_id: string | null;
+  active: boolean;
+  compacted: boolean;
+  position: number;
+  compaction_id: string | null;
+  idempotency_key: string | null;
+}
+
+async function rowsOf(tenantId: string): Promise<KeyedRow[]> {
+  return withTenant(testDb.db, tenantId, (tx) =>
+    tx
+      .selectFrom('messages')
+      .select([
+        'id',
+        'role',
+        'content',
+        'tool_call_id',
+        'active',
+        'compacted',
+        'position',
+        'compaction_id',
+        'idempotency_key',
+      ])
+      .orderBy('id')
+      .execute(),
+  );
+}
+
+/** attempt of the (last) started event of each activity type in a workflow's history. */
+async function activityAttempts(stack: TestStack, workflowId: string): Promise<Record<string, number>> {
+  const history = await stack.client.client.workflow.getHandle(workflowId).fetchHistory();
+  const names = new Map<string, string>();
+  const attempts: Record<string, number> = {};
+  for (const event of history.events ?? []) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled) names.set(String(event.eventId), scheduled.activityType?.name ?? '?');
+    const started = event.activityTaskStartedEventAttributes;
+    if (started) {
+      const name = names.get(String(started.scheduledEventId)) ?? '?';
+      attempts[name] = Math.max(attempts[name] ?? 0, started.attempt ?? 0);
+    }
+  }
+  return attempts;
+}
+
+/** The wire identity of a message (role, content, tool call ids): two live rows with the same key are duplicates. */
+const key = (m: ChatMessage) =>
+  JSON.stringify([m.role, m.content ?? null, m.tool_call_id ?? null, (m.tool_calls ?? []).map((c) => c.id)]);
+
+/**
+ * After `compactions` committed compactions of a conversation that received `submitted` (in order): nothing lost,
+ * nothing inserted twice. Every submitted message is exactly one row (by idempotency key, in order, same content),
+ * every row is either live or archived, the rows a compaction inserted are exactly the ones its commit recorded, no
+ * submitted message is live twice, and the live transcript satisfies the invariants of SPEC §8.9 / §13.2.
+ */
+async function expectExactlyOnce(tenantId: string, sessionId: string, submitted: SubmitMessages[]): Promise<void> {
+  const rows = await rowsOf(tenantId);
+  const items = submitted.flatMap((b) => b.messages);
+  const keyed = rows.filter((r) => r.idempotency_key !== null);
+  expect(keyed.map((r) => r.idempotency_key)).toEqual(items.map((i) => i.idempotencyKey));
+  expect(keyed.map((r) => [r.role, r.content])).toEqual(items.map((i) => [i.message.role, i.message.content ?? null]));
+  for (const r of rows) expect(r.active !== r.compacted, `row ${r.id} is live xor archived`).toBe(true);
+
+  const records = await compactionsOf(testDb.db, tenantId);
+  const inserted = new Set<number>();
+  for (const record of records) {
+    const note = (record.stats as { commit?: { insertedRowIds: number[] } } | null)?.commit;
+    expect(note, `compaction ${record.id} recorded its commit`).toBeDefined();
+    for (const id of note!.insertedRowIds) inserted.add(id);
+    const archived = rows.filter((r) => r.compaction_id === record.id && r.compacted).map((r) => r.id);
+    expect(archived.sort((a, b) => a - b)).toEqual(record.compacted_row_ids.map(Number).sort((a, b) => a - b));
+  }
+  // Every unkeyed row was inserted by a commit, and recorded as such: no stray or doubled inserts.
+  expect(rows.filter((r) => r.idempotency_key === null).map((r) => r.id)).toEqual([...inserted].sort((a, b) => a - b));
+
+  const live = await activeTranscript(testDb.db, tenantId, sessionId);
+  const transcript = await wireTranscript(tenantId, sessionId);
+  expectTranscriptInvariants(live, transcript);
+  const liveKeys = transcript.map(key);
+  for (const item of items) {
+    expect(
+      liveKeys.filter((k) => k === key(item.message)).length,
+      `live copies of ${key(item.message)}`,
+    ).toBeLessThanOrEqual(1);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The uninterrupted reference run
+
+async function controlRun(): Promise<Control> {
+  const { stack, db } = await caseStack();
+  try {
+    await stack.startWorker();
+    const t = await newTenant();
+    const conv = randomUUID();
+    await stack.client.submit(t, conv, batch(FIRST), START);
+    const first = await stack.client.compact(t, conv);
+    expect(first.status).toBe('committed');
+    const firstTranscript = await wireTranscript(t, first.sessionId);
+    await stack.client.submit(t, conv, batch(SECOND), START);
+    const second = await stack.client.compact(t, conv);
+    expect(second.status).toBe('committed');
+    return {
+      first: { result: first, transcript: firstTranscript },
+      second: { result: second, transcript: await wireTranscript(t, second.sessionId) },
+    };
+  } finally {
+    await closeCase(stack, db);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Cases
+
+type Phase = 'align' | 'prune' | 'summarize' | 'reassemble';
+
+interface CrashCase {
+  name: string;
+  phase: Phase;
+  hook: Record<string, string>;
+  /** What the compaction record holds at the moment of the kill: proves where the worker died. */
+  atKill(record: Record<string, unknown>): void;
+}
+
+const notCommitted = (record: Record<string, unknown>) => {
+  expect(record.status).not.toBe('committed');
+  expect(record.completed_at).toBeNull();
+};
+
+const CASES: CrashCase[] = [
+  {
+    name: 'after align stored its plan',
+    phase: 'align',
+    hook: { PAUSE_AFTER: 'align' },
+    atKill: (r) => {
+      expect(r.plan).not.toBeNull();
+      expect(r.prune_result).toBeNull();
+      notCommitted(r);
+    },
+  },
+  {
+    name: 'after prune stored its result',
+    phase: 'prune',
+    hook: { PAUSE_AFTER: 'prune' },
+    atKill: (r) => {
+      expect(r.prune_result).not.toBeNull();
+      expect(r.summary_body).toBeNull();
+      notCommitted(r);
+    },
+  },
+  {
+    name: 'while the summarizer is still answering',
+    phase: 'summarize',
+    hook: { PAUSE_IN: 'summarize' },
+    atKill: (r) => {
+      expect(r.prune_result).not.toBeNull();
+      expect(r.attempts).toBe(1);
+      expect(r.summary_body).toBeNull();
+      notCommitted(r);
+    },
+  },
+  {
+    name: 'after summarize stored the summary',
+    phase: 'summarize',
+    hook: { PAUSE_AFTER: 'summarize' },
+    atKill: (r) => {
+      expect(r.summary_body).toBe(FIXED_SUMMARY_BODY);
+      notCommitted(r);
+    },
+  },
+  {
+    name: 'after reassemble committed the transcript',
+    phase: 'reassemble',
+    hook: { PAUSE_AFTER: 'reassemble' },
+    atKill: (r) => {
+      expect(r.status).toBe('committed');
+    },
+  },
+];
+
+describe.concurrent('worker killed during a compaction phase', () => {
+  for (const c of CASES) {
+    it(`${c.phase}: ${c.name} → the compaction completes exactly once after a restart`, async () => {
+      const { stack, db } = await caseStack();
+      const proc = startWorkerProcess(stack.taskQueue, c.hook);
+      try {
+        const t = await newTenant();
+        const conv = randomUUID();
+        const first = batch(FIRST);
+        await proc.waitFor('READY');
+        await stack.client.submit(t, conv, first, START);
+        const before = await stack.client.sync(t, conv);
+        expect(before.activeMessages).toBe(FIRST.length);
+
+        const pending = later(stack.client.compact(t, conv));
+        await proc.waitFor(`PAUSED ${c.phase}`);
+        const [atKill] = await compactionsOf(testDb.db, t);
+        expect(atKill).toBeDefined();
+        c.atKill(atKill as unknown as Record<string, unknown>);
+        await proc.kill();
+        await stack.startWorker();
+
+        const result = await pending;
+        expect(result).toMatchObject({ status: 'committed', trigger: 'manual', error: null });
+        expect(result.stats).toMatchObject(control.first.result.stats!);
+        const records = await compactionsOf(testDb.db, t);
+        expect(records.map((r) => [r.id, r.status])).toEqual([[result.compactionId, 'committed']]);
+        expect(records[0]!.summary_body).toBe(FIXED_SUMMARY_BODY);
+        const events = await eventsOf(testDb.db, t);
+        expect(events.map((e) => [e.type, e.compaction_id])).toEqual([['session:compress', result.compactionId]]);
+        expect(events[0]!.payload).toMatchObject({ compression_count: 1, in_place: true });
+        // The killed attempt was lost and a later attempt finished the phase on the new worker.
+        const attempts = await activityAttempts(stack, compactionWorkflowId(t, before.sessionId, 1));
+        expect(attempts[c.phase]).toBeGreaterThanOrEqual(2);
+
+        const status = await stack.client.status(t, conv);
+        expect(status.compressionCount).toBe(1);
+        expect(await wireTranscript(t, status.sessionId)).toEqual(control.first.transcript);
+        expect(status.activeMessages).toBe(control.first.transcript.length);
+        await expectExactlyOnce(t, status.sessionId, [first]);
+
+        // The conversation goes on: more messages, a second manual compaction, again exactly once.
+        const second = batch(SECOND);
+        await stack.client.submit(t, conv, second, START);
+        const again = await stack.client.compact(t, conv);
+        expect(again.status).toBe('committed');
+        expect(again.compactionId).not.toBe(result.compactionId);
+        const after = await compactionsOf(testDb.db, t);
+        expect(after.map((r) => r.status)).toEqual(['committed', 'committed']);
+        expect((await eventsOf(testDb.db, t)).map((e) => e.compaction_id)).toEqual([
+          result.compactionId,
+          again.compactionId,
+        ]);
+        expect(await wireTranscript(t, again.sessionId)).toEqual(control.second.transcript);
+        expect((await stack.client.status(t, conv)).compressionCount).toBe(2);
+        await expectExactlyOnce(t, again.sessionId, [first, second]);
+      } finally {
+        await proc.kill().catch(() => undefined);
+        await closeCase(stack, db);
+      }
+    });
+  }
+
+  it('appendMessages: the worker dies after storing a batch → after a restart the batch is stored exactly once', async () => {
+    const { stack, db } = await caseStack();
+    // The first append goes through; the second is stored and then never reported.
+    const proc = startWorkerProcess(stack.taskQueue, { PAUSE_AFTER: 'appendMessages', PAUSE_SKIP: '1' });
+    try {
+      const t = await newTenant();
+      const conv = randomUUID();
+      const first = batch(FIRST);
+      const second = batch(SECOND);
+      await proc.waitFor('READY');
+      await stack.client.submit(t, conv, first, START);
+      expect((await stack.client.sync(t, conv)).activeMessages).toBe(FIRST.length);
+
+      await stack.client.submit(t, conv, second, START);
+      await proc.waitFor('PAUSED appendMessages');
+      expect((await allRows(testDb.db, t)).length).toBe(FIRST.length + SECOND.length);
+      await proc.kill();
+      await stack.startWorker();
+
+      const status = await stack.client.sync(t, conv);
+      expect(status.processedBatches).toBe(2);
+      const attempts = await activityAttempts(stack, conversationWorkflowId(t, conv));
+      expect(attempts.appendMessages).toBeGreaterThanOrEqual(2);
+      const rows = await rowsOf(t);
+      const items = [...first.messages, ...second.messages];
+      expect(rows.map((r) => r.idempotency_key)).toEqual(items.map((i) => i.idempotencyKey));
+      expect(rows.map((r) => r.content)).toEqual(items.map((i) => i.message.content ?? null));
+      expect(rows.map((r) => r.position)).toEqual(items.map((_, i) => i));
+      expect(rows.every((r) => r.active && !r.compacted)).toBe(true);
+      // The workflow's own bookkeeping counts the batch once as well (it drives hygiene and preflight decisions).
+      expect(status.activeMessages).toBe(items.length);
+
+      // Re-sending the batch (a client retry) changes nothing.
+      await stack.client.submit(t, conv, second, START);
+      expect((await stack.client.sync(t, conv)).activeMessages).toBe(items.length);
+      expect((await rowsOf(t)).length).toBe(items.length);
+    } finally {
+      await proc.kill().catch(() => undefined);
+      await closeCase(stack, db);
+    }
+  });
+});

@@ -1,0 +1,128 @@
+// Builders of incoming message batches and checks of stored transcripts for the workflow tests.
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+import { expect } from 'vitest';
+import { type ChatMessage, messageText, SUMMARY_PREFIX, SYSTEM_NOTE } from '../../../engine/index.js';
+import type { Database } from '../../../infra/db/schema.js';
+import { withTenant } from '../../../infra/db/tenant.js';
+import type { IncomingMessage, SubmitMessages } from '../../../workflows/definitions.js';
+
+export function keyed(messages: ChatMessage[], prefix: string = randomUUID()): IncomingMessage[] {
+  return messages.map((message, i) => ({ message, idempotencyKey: `${prefix}:${i}` }));
+}
+
+/** A coding-agent style exchange: system prompt, then rounds of user → assistant(tool call) → tool → assistant. */
+export function agentTranscript(
+  rounds: number,
+  options: { toolOutputChars?: number; tag?: string } = {},
+): ChatMessage[] {
+  const tag = options.tag ?? 'round';
+  const out: ChatMessage[] = [{ role: 'system', content: 'You are a careful coding agent.' }];
+  for (let r = 0; r < rounds; r++) {
+    const id = `call_${r}_${randomUUID().slice(0, 8)}`;
+    out.push({ role: 'user', content: `${tag} ${r}: please inspect src/module_${r}.ts and fix the failing test` });
+    out.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id,
+          type: 'function',
+          function: { name: 'read_file', arguments: JSON.stringify({ path: `src/module_${r}.ts` }) },
+        },
+      ],
+    });
+    out.push({
+      role: 'tool',
+      tool_call_id: id,
+      name: 'read_file',
+      content: `export const value${r} = ${r};\n${'// filler line of source code\n'.repeat(Math.ceil((options.toolOutputChars ?? 600) / 30))}`,
+    });
+    out.push({ role: 'assistant', content: `${tag} ${r} done: the test in src/module_${r}.ts passes now.` });
+  }
+  return out;
+}
+
+export function batch(messages: ChatMessage[], usage?: SubmitMessages['usage']): SubmitMessages {
+  return usage ? { messages: keyed(messages), usage } : { messages: keyed(messages) };
+}
+
+export interface StoredRow {
+  id: number;
+  session_id: string;
+  role: string;
+  content: string | null;
+  active: boolean;
+  compacted: boolean;
+  position: number;
+  summary_body: string | null;
+}
+
+export async function allRows(db: Kysely<Database>, tenantId: string): Promise<StoredRow[]> {
+  return withTenant(db, tenantId, (tx) =>
+    tx
+      .selectFrom('messages')
+      .select(['id', 'session_id', 'role', 'content', 'active', 'compacted', 'position', 'summary_body'])
+      .orderBy('id')
+      .execute(),
+  );
+}
+
+export async function activeTranscript(
+  db: Kysely<Database>,
+  tenantId: string,
+  sessionId: string,
+): Promise<StoredRow[]> {
+  return withTenant(db, tenantId, (tx) =>
+    tx
+      .selectFrom('messages')
+      .select(['id', 'session_id', 'role', 'content', 'active', 'compacted', 'position', 'summary_body'])
+      .where('session_id', '=', sessionId)
+      .where('active', '=', true)
+      .orderBy('position')
+      .execute(),
+  );
+}
+
+export async function compactionsOf(db: Kysely<Database>, tenantId: string) {
+  return withTenant(db, tenantId, (tx) => tx.selectFrom('compactions').selectAll().orderBy('created_at').execute());
+}
+
+export async function eventsOf(db: Kysely<Database>, tenantId: string) {
+  return withTenant(db, tenantId, (tx) => tx.selectFrom('events').selectAll().orderBy('id').execute());
+}
+
+export async function searchArchived(db: Kysely<Database>, tenantId: string, needle: string) {
+  return withTenant(
+    db,
+    tenantId,
+    async (tx) =>
+      (
+        await sql<{ id: number; active: boolean; compacted: boolean }>`
+        SELECT id, active, compacted FROM tenant_messages
+        WHERE (active OR compacted) AND indexed_text ILIKE ${`%${needle}%`}`.execute(tx)
+      ).rows,
+  );
+}
+
+/**
+ * Invariants of a compacted transcript (SPEC §8.9, §13.2): positions 0..n-1 without gaps, the system note exactly
+ * once, exactly one summary row, every tool row answered by a call, every call answered, no live duplicates of a row.
+ */
+export function expectTranscriptInvariants(rows: StoredRow[], messages: ChatMessage[]): void {
+  expect(rows.map((r) => r.position)).toEqual(rows.map((_, i) => i));
+  const texts = messages.map((m) => messageText(m));
+  expect(texts.filter((t) => t.includes(SYSTEM_NOTE))).toHaveLength(texts[0]?.includes(SYSTEM_NOTE) ? 1 : 0);
+  expect(texts.filter((t) => t.trimStart().startsWith(SUMMARY_PREFIX))).toHaveLength(1);
+  expect(rows.filter((r) => r.summary_body !== null)).toHaveLength(1);
+  const calls = new Set(messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
+  const results = new Set(messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id));
+  for (const r of results) expect(calls.has(r as string)).toBe(true);
+  const last = messages[messages.length - 1];
+  for (const m of messages) {
+    if (m === last) continue;
+    for (const c of m.tool_calls ?? []) expect(results.has(c.id)).toBe(true);
+  }
+  expect(new Set(rows.map((r) => r.id)).size).toBe(rows.length);
+}

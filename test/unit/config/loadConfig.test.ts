@@ -1,0 +1,87 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_COMPRESSION_CONFIG } from '../../../engine/config.js';
+import { loadConfig, parseConfigText } from '../../../infra/config/loadConfig.js';
+import { resolveTenantCompressionConfig, validateTenantPolicy } from '../../../infra/config/tenantPolicy.js';
+
+describe('config.yaml loading', () => {
+  it('an empty file gives the defaults', () => {
+    const cfg = parseConfigText('');
+    expect(cfg.compression).toEqual(DEFAULT_COMPRESSION_CONFIG);
+    expect(cfg.promptCaching.cacheTtl).toBe('5m');
+    expect(cfg.context.engine).toBe('compressor');
+  });
+
+  it('reads the owned sections and keeps the rest raw', () => {
+    const cfg = parseConfigText(
+      [
+        'compression:',
+        '  threshold: 0.6',
+        '  model_thresholds: { "claude": 0.7 }',
+        '  in_place: false',
+        'prompt_caching:',
+        '  cache_ttl: 1h',
+        'providers:',
+        '  openai: { base_url: "http://127.0.0.1:9" }',
+      ].join('\n'),
+    );
+    expect(cfg.compression.threshold).toBe(0.6);
+    expect(cfg.compression.modelThresholds).toEqual({ claude: 0.7 });
+    expect(cfg.compression.inPlace).toBe(false);
+    expect(cfg.promptCaching.cacheTtl).toBe('1h');
+    expect(cfg.raw.providers).toEqual({ openai: { base_url: 'http://127.0.0.1:9' } });
+  });
+
+  it('fails start-up with the exact SPEC §2.1 messages', () => {
+    expect(() => parseConfigText('compression:\n  treshold: 0.5\n')).toThrow(
+      'Invalid configuration: compression.treshold: unknown key',
+    );
+    expect(() => parseConfigText('compression:\n  enabled: "yes"\n')).toThrow(
+      'Invalid configuration: compression.enabled: expected boolean, got "yes"',
+    );
+    expect(() => parseConfigText('compression:\n  threshold: 1.5\n')).toThrow(
+      'Invalid configuration: compression.threshold: expected number in (0, 1], got 1.5',
+    );
+  });
+
+  it('reports YAML syntax errors as configuration errors', () => {
+    expect(() => parseConfigText('compression: [unclosed', 'x.yaml')).toThrow(/^Invalid configuration: x.yaml: /);
+  });
+
+  it('loads a file from a path', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dc-config-'));
+    const file = join(dir, 'config.yaml');
+    writeFileSync(file, 'compression:\n  protect_last_n: 5\n');
+    const cfg = loadConfig(file);
+    expect(cfg.path).toBe(file);
+    expect(cfg.compression.protectLastN).toBe(5);
+  });
+});
+
+describe('tenant policy', () => {
+  const base = parseConfigText('compression:\n  threshold: 0.6\n  model_thresholds: { "gpt": 0.7 }\n').compression;
+
+  it('tenant override → config.yaml → default', () => {
+    const cfg = resolveTenantCompressionConfig(base, { protect_last_n: 4, model_thresholds: { claude: 0.9 } });
+    expect(cfg.protectLastN).toBe(4);
+    expect(cfg.threshold).toBe(0.6);
+    expect(cfg.modelThresholds).toEqual({ claude: 0.9 });
+    expect(cfg.tailMode).toBe('lean');
+  });
+
+  it('an empty or missing policy changes nothing', () => {
+    expect(resolveTenantCompressionConfig(base, {})).toEqual(base);
+    expect(resolveTenantCompressionConfig(base, null)).toEqual(base);
+  });
+
+  it('is validated exactly like config.yaml', () => {
+    expect(() => validateTenantPolicy({ treshold: 0.4 })).toThrow(
+      'Invalid configuration: compression.treshold: unknown key',
+    );
+    expect(() => validateTenantPolicy({ in_place: 'no' })).toThrow(
+      'Invalid configuration: compression.in_place: expected boolean, got "no"',
+    );
+  });
+});

@@ -1,0 +1,28 @@
+// Builds the Temporal worker of the `conversations` task queue: the workflows of workflows/ and the activities of
+// activities/ with their injected dependencies. Used by workers/worker.ts, the dev runner and the tests.
+import { fileURLToPath } from 'node:url';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type ActivityDeps, createActivities } from '../activities/index.js';
+import { CONVERSATIONS_TASK_QUEUE } from '../workflows/ids.js';
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface CreateWorkerOptions extends ActivityDeps {
+  connection: NativeConnection;
+  namespace?: string;
+  taskQueue?: string;
+  /** A prebuilt bundle (tests build it once per file). */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  shutdownGraceTime?: WorkerOptions['shutdownGraceTime'];
+}
+
+export async function createWorker(options: CreateWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace ?? 'default',
+    taskQueue: options.taskQueue ?? CONVERSATIONS_TASK_QUEUE,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities(options),
+    shutdownGraceTime: options.shutdownGraceTime ?? '5 seconds',
+  });
+}

@@ -1,0 +1,29 @@
+// `npm run worker`: the Temporal worker of the `conversations` task queue as its own process.
+// Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default), DATABASE_URL (else the
+// local cluster of infra/postgres/ensure.sh), DURABLE_CONTEXT_CONFIG (config.yaml path; ./config.yaml if present).
+import { NativeConnection } from '@temporalio/worker';
+import { loadConfig } from '../infra/config/loadConfig.js';
+import { createDb } from '../infra/db/connect.js';
+import { migrateToLatest } from '../infra/db/migrate.js';
+import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
+import { createWorker } from './createWorker.js';
+
+const config = loadConfig();
+const db = createDb({ connectionString: await resolveDatabaseUrl() });
+await migrateToLatest(db);
+const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233' });
+const worker = await createWorker({
+  connection,
+  namespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
+  db,
+  baseConfig: config.compression,
+  // No LLM provider yet: every compaction uses the deterministic fallback summary (SPEC §9.5) and says so.
+  summarizer: null,
+});
+console.log(`Worker polling task queue 'conversations' on ${process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'}`);
+try {
+  await worker.run();
+} finally {
+  await connection.close();
+  await db.destroy();
+}

@@ -1,0 +1,213 @@
+// The compaction child workflow (DESIGN.md §3): ID `compact:<tenant>:<session>:<n>`, four phase activities with
+// explicit timeouts and bounded retries; intermediate results live in the `compactions` row. The summary failure
+// policy of SPEC §9 (fallback summary or abort) is decided here; nothing is ever dropped without a summary.
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  proxyActivities,
+  setCurrentDetails,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { CompactionActivities } from '../activities/compaction.js';
+import type { CompressionStats, SummaryFailureClass } from '../engine/index.js';
+import type { CompactionStatus, CompactionTrigger } from './definitions.js';
+import {
+  CompactionStatus as CompactionStatusKey,
+  CompactionTrigger as CompactionTriggerKey,
+} from './searchAttributes.js';
+
+export interface CompactionTimeouts {
+  /** Per-phase start-to-close for align, prune and reassemble (seconds). */
+  phaseSeconds: number;
+  /** SPEC §9.2: one summarizer attempt (auxiliary.compression.timeout or summary_timeout_seconds). */
+  summaryAttemptSeconds: number;
+  /** SPEC §9.2: all summarizer attempts together (compaction_ceiling_seconds). */
+  summaryCeilingSeconds: number;
+  /** Heartbeat timeout of the summarize activity (seconds). */
+  summaryHeartbeatSeconds: number;
+}
+
+export const DEFAULT_COMPACTION_TIMEOUTS: CompactionTimeouts = {
+  phaseSeconds: 60,
+  summaryAttemptSeconds: 120,
+  summaryCeilingSeconds: 600,
+  summaryHeartbeatSeconds: 30,
+};
+
+export interface CompactionInput {
+  tenantId: string;
+  conversationId: string;
+  sessionId: string;
+  compactionId: string;
+  seq: number;
+  trigger: CompactionTrigger;
+  inPlace: boolean;
+  newSessionId: string | null;
+  focusTopic: string | null;
+  previousSummary: string | null;
+  /** False while the summary cooldown is active and the compaction is not forced (SPEC §9.3: class cooldown). */
+  summaryAllowed: boolean;
+  abortOnSummaryFailure: boolean;
+  requireSmaller: boolean;
+  platform: string;
+  limits: { protectFirstN: number; protectLastN: number; minTailUserMessages: number; tailTokenBudget: number };
+  contextLength: number;
+  timeouts: CompactionTimeouts;
+}
+
+export interface CompactionOutcome {
+  compactionId: string;
+  status: CompactionStatus;
+  noopReason: string | null;
+  sessionId: string;
+  summaryBody: string | null;
+  fallbackUsed: boolean;
+  summarizerCalled: boolean;
+  failureClass: SummaryFailureClass | null;
+  stats: CompressionStats | null;
+  activeMessages: number | null;
+  activeTokens: number | null;
+  error: string | null;
+}
+
+function phases(t: CompactionTimeouts) {
+  const phase = proxyActivities<CompactionActivities>({
+    startToCloseTimeout: `${t.phaseSeconds} seconds`,
+    retry: {
+      initialInterval: '200 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: '5 seconds',
+      maximumAttempts: 8,
+    },
+  });
+  const summary = proxyActivities<CompactionActivities>({
+    startToCloseTimeout: `${t.summaryAttemptSeconds} seconds`,
+    scheduleToCloseTimeout: `${t.summaryCeilingSeconds} seconds`,
+    heartbeatTimeout: `${t.summaryHeartbeatSeconds} seconds`,
+    retry: {
+      initialInterval: '2 seconds',
+      backoffCoefficient: 2,
+      maximumAttempts: 3,
+      nonRetryableErrorTypes: ['EmptySummary', 'NoWindow', 'NotFound'],
+    },
+  });
+  return { phase, summary };
+}
+
+function failureMessage(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+function failureType(err: unknown): string | null {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof ApplicationFailure ? (cause.type ?? null) : null;
+}
+
+export async function compactionWorkflow(input: CompactionInput): Promise<CompactionOutcome> {
+  const { phase, summary } = phases(input.timeouts);
+  const ref = { tenantId: input.tenantId, compactionId: input.compactionId };
+  const outcome: CompactionOutcome = {
+    compactionId: input.compactionId,
+    status: 'failed',
+    noopReason: null,
+    sessionId: input.sessionId,
+    summaryBody: null,
+    fallbackUsed: false,
+    summarizerCalled: false,
+    failureClass: null,
+    stats: null,
+    activeMessages: null,
+    activeTokens: null,
+    error: null,
+  };
+  const mark = (status: string, details: string) => {
+    upsertSearchAttributes([
+      { key: CompactionStatusKey, value: status },
+      { key: CompactionTriggerKey, value: input.trigger },
+    ]);
+    setCurrentDetails(details);
+  };
+  mark('running', `Compaction #${input.seq} (${input.trigger}) of session ${input.sessionId}: aligning`);
+
+  await phase.beginCompaction({
+    ...ref,
+    sessionId: input.sessionId,
+    conversationId: input.conversationId,
+    seq: input.seq,
+    trigger: input.trigger,
+    inPlace: input.inPlace,
+    focusTopic: input.focusTopic,
+    previousSummary: input.previousSummary,
+  });
+
+  const aligned = await phase.align({ ...ref, ...input.limits, contextLength: input.contextLength });
+  if (aligned.noop !== false) {
+    outcome.status = 'noop';
+    outcome.noopReason = aligned.noop;
+    mark('noop', `No-op (${aligned.noop}): ${aligned.inputRows} messages, nothing outside the protected head and tail`);
+    return outcome;
+  }
+
+  mark('running', `Pruning; window [${aligned.headEnd}, ${aligned.cut}) of ${aligned.inputRows} messages`);
+  await phase.prune(ref);
+
+  let failureClass: SummaryFailureClass | null = null;
+  if (!input.summaryAllowed) {
+    failureClass = 'cooldown';
+  } else {
+    mark('running', `Summarizing ${aligned.cut - aligned.headEnd} messages`);
+    try {
+      const result = await summary.summarize(ref);
+      outcome.summarizerCalled = result.summarizerCalled;
+      if (!result.ok) {
+        failureClass = result.failureClass;
+        outcome.error = result.reason;
+      }
+    } catch (err) {
+      outcome.summarizerCalled = true;
+      failureClass = failureType(err) === 'EmptySummary' ? 'empty' : 'error';
+      outcome.error = failureMessage(err);
+    }
+  }
+  outcome.failureClass = failureClass;
+
+  if (failureClass !== null && input.abortOnSummaryFailure) {
+    await phase.recordCompactionEnd({ ...ref, status: 'aborted', error: outcome.error, failureClass });
+    outcome.status = 'aborted';
+    mark('aborted', `Aborted: summary failed (${failureClass}); transcript unchanged`);
+    return outcome;
+  }
+
+  mark('running', failureClass ? `Reassembling with the fallback summary (${failureClass})` : 'Reassembling');
+  try {
+    const result = await phase.reassemble({
+      ...ref,
+      fallbackFailureClass: failureClass,
+      requireSmaller: input.requireSmaller,
+      newSessionId: input.inPlace ? null : input.newSessionId,
+      platform: input.platform,
+    });
+    Object.assign(outcome, {
+      status: result.status,
+      sessionId: result.sessionId,
+      summaryBody: result.summaryBody,
+      fallbackUsed: result.status === 'fallback',
+      stats: result.stats,
+      activeMessages: result.activeMessages,
+      activeTokens: result.activeTokens,
+    });
+    mark(
+      result.status,
+      `${result.status}: ${result.stats.tokensBefore} → ${result.stats.tokensAfter} estimated tokens, ` +
+        `${result.stats.droppedCount} messages summarised`,
+    );
+    return outcome;
+  } catch (err) {
+    outcome.error = failureMessage(err);
+    await phase.recordCompactionEnd({ ...ref, status: 'failed', error: outcome.error, failureClass });
+    outcome.status = 'failed';
+    mark('failed', `Failed: ${outcome.error}; transcript unchanged`);
+    return outcome;
+  }
+}

@@ -1,0 +1,4 @@
+// Every workflow the worker registers (its `workflowsPath`).
+export { compactionWorkflow } from './compaction.js';
+export { conversationWorkflow } from './conversation.js';
+export { replayCompactionWorkflow } from './replay.js';

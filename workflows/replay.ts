@@ -1,0 +1,72 @@
+// Replays one failed compaction (SPEC §13.7): regenerate its summary from the stored record with the current
+// summarizer; when it is still the latest compaction of its session the new summary replaces the fallback in the
+// live transcript and the conversation's engine takes it as previousSummary; otherwise it is only recorded.
+import { ActivityFailure, getExternalWorkflowHandle, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import type { ReplayActivities } from '../activities/replay.js';
+import { type CompactionTimeouts, DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
+import { summaryReplacedSignal } from './definitions.js';
+import { conversationWorkflowId } from './ids.js';
+
+export interface ReplayInput {
+  tenantId: string;
+  compactionId: string;
+  timeouts?: Partial<CompactionTimeouts>;
+}
+
+export interface ReplayResult {
+  compactionId: string;
+  status: 'replaced' | 'recorded' | 'failed';
+  reason: string | null;
+  summaryBody: string | null;
+  error: string | null;
+}
+
+export async function replayCompactionWorkflow(input: ReplayInput): Promise<ReplayResult> {
+  const t = { ...DEFAULT_COMPACTION_TIMEOUTS, ...input.timeouts };
+  const store = proxyActivities<ReplayActivities>({
+    startToCloseTimeout: `${t.phaseSeconds} seconds`,
+    retry: {
+      initialInterval: '200 milliseconds',
+      maximumInterval: '5 seconds',
+      maximumAttempts: 8,
+      nonRetryableErrorTypes: ['NotFound', 'NotReplayable'],
+    },
+  });
+  const summary = proxyActivities<ReplayActivities>({
+    startToCloseTimeout: `${t.summaryAttemptSeconds} seconds`,
+    scheduleToCloseTimeout: `${t.summaryCeilingSeconds} seconds`,
+    heartbeatTimeout: `${t.summaryHeartbeatSeconds} seconds`,
+    retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
+  });
+  const ref = { tenantId: input.tenantId, compactionId: input.compactionId };
+  const target = await store.describeReplay(ref);
+  setCurrentDetails(`Replaying compaction ${input.compactionId} (${target.status}) of session ${target.sessionId}`);
+  let body: string;
+  try {
+    body = await summary.replaySummarize(ref);
+  } catch (err) {
+    const cause = err instanceof ActivityFailure ? err.cause : err;
+    const error = cause instanceof Error ? cause.message : String(cause);
+    setCurrentDetails(`Replay failed: ${error}; nothing changed`);
+    return { compactionId: input.compactionId, status: 'failed', reason: null, summaryBody: null, error };
+  }
+  const applied = await store.applyReplay({ ...ref, summaryBody: body });
+  if (applied.applied) {
+    try {
+      await getExternalWorkflowHandle(conversationWorkflowId(input.tenantId, applied.conversationId)).signal(
+        summaryReplacedSignal,
+        { compactionId: input.compactionId, summaryBody: body },
+      );
+    } catch {
+      // The conversation is not running: its next start restores previousSummary from the store (§13.4).
+    }
+  }
+  setCurrentDetails(applied.applied ? 'Replayed summary is live' : `Replayed summary recorded (${applied.reason})`);
+  return {
+    compactionId: input.compactionId,
+    status: applied.applied ? 'replaced' : 'recorded',
+    reason: applied.reason,
+    summaryBody: body,
+    error: null,
+  };
+}
