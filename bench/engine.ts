@@ -1,9 +1,10 @@
 // Benchmark of ContextCompressor.compress() with an instant summarizer (`npm run bench:engine`).
 // Synthetic transcripts of 1k, 10k and 50k messages (mixed tool rounds, ~200 tokens per message) on a 1M window,
-// so nearly the whole transcript is the window. Cold runs use fresh message objects (no memo hits); the warm line
-// re-compresses the same array. Fresh transcripts come from JSON.parse, like transcripts loaded from the database or
-// an HTTP body (flat strings; building them with template literals would leave rope strings that the first scan
-// flattens). Prints ms per call (median), messages/s and the 50k/1k scaling ratio.
+// so nearly the whole transcript is the window. Cold runs use fresh message objects; the warm line re-compresses
+// the same array (the engine keeps no per-message memo, so warm differs from cold only by CPU caches). Fresh
+// transcripts come from JSON.parse, like transcripts loaded from the database or an HTTP body (flat strings;
+// building them with template literals would leave rope strings that the first scan flattens).
+// Prints ms per call (median), messages/s and the 50k/1k scaling ratio.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { type ChatMessage, ContextCompressor } from '../engine/index.js';

@@ -28,6 +28,14 @@ export function computeMaxSummaryTokens(contextLength: number): number {
   return Math.min(Math.floor(contextLength * SUMMARY_CEILING_FRACTION), SUMMARY_CEILING_MAX);
 }
 
+/**
+ * Whether `computeSummaryBudget` has reached its ceiling at `contentTokens`: more content cannot change the
+ * budget, so a caller summing the window may stop (the sum only grows).
+ */
+export function summaryBudgetSaturated(contentTokens: number, contextLength: number): boolean {
+  return Math.floor(contentTokens * SUMMARY_CONTENT_RATIO) >= computeMaxSummaryTokens(contextLength);
+}
+
 /** SPEC §6.2: a target stated in the prompt; the 2,000 floor wins over the ceiling; negative content counts as 0. */
 export function computeSummaryBudget(contentTokens: number, contextLength: number): number {
   const content = Number.isFinite(contentTokens) && contentTokens > 0 ? contentTokens : 0;

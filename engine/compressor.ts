@@ -20,8 +20,8 @@ import {
   compactionStats,
   estimateRowTokens,
   interpretSummaryReply,
+  outputTokens,
   planCompaction,
-  prunedWindowTokens,
   prunePhase,
   reassemblePhase,
   unchangedStats,
@@ -340,7 +340,6 @@ export class ContextCompressor implements ContextEngine {
       previousSummary,
       focusTopic: options.focusTopic ?? null,
       contextLength: this.currentContextLength,
-      windowTokens: prunedWindowTokens(messages, rowTokens, pruned.messages, plan),
     });
     if (summaryPlan.noop !== false) return this.noop(messages, summaryPlan.noop, tokensBefore);
     const attempt = await this.attemptSummary(summaryPlan.request);
@@ -355,6 +354,7 @@ export class ContextCompressor implements ContextEngine {
     const output = reassemblePhase(pruned.messages, messages, plan, summaryBody, { previousSummary });
     const stats = compactionStats({
       tokensBefore,
+      tokensAfter: outputTokens(output, messages, rowTokens, plan),
       output,
       prunedCount: pruned.prunedCount,
       plan,

@@ -7,7 +7,7 @@ import {
   NOTICE_HYGIENE_FAILED,
   NOTICE_HYGIENE_WARNING,
 } from './constants.js';
-import { estimateMessagesTokensRough } from './tokens.js';
+import { estimateMessagesTokensRough, messagesTokensExceed } from './tokens.js';
 import type { ChatMessage } from './types.js';
 
 const DEFAULT_HARD_MESSAGE_LIMIT = 5_000;
@@ -114,7 +114,7 @@ function resolve(input: HygieneOutcomeInput): { resolution: HygieneResolution; a
   const { result } = input;
   if (result.kind !== 'compacted') return { resolution: result.kind, afterTokens: input.tokens };
   const after = estimateMessagesTokensRough(result.messages);
-  if (after < estimateMessagesTokensRough(input.history)) return { resolution: 'adopted', afterTokens: after };
+  if (messagesTokensExceed(input.history, after)) return { resolution: 'adopted', afterTokens: after };
   return { resolution: 'rejected_larger', afterTokens: input.tokens };
 }
 

@@ -2,7 +2,7 @@
 // that a host can run each one as its own unit of work (e.g. a Temporal activity). `ContextCompressor.compress`
 // composes exactly these functions.
 import { type Boundaries, findBoundaries, type NoopReason } from './boundaries.js';
-import { computeSummaryBudget } from './budgets.js';
+import { computeSummaryBudget, summaryBudgetSaturated } from './budgets.js';
 import { buildFallbackSummaryBody, type SummaryFailureClass } from './fallbackSummary.js';
 import { normalizeSummaryBody, summaryText } from './messages.js';
 import { type PruneResult, pruneToolOutputs } from './pruning.js';
@@ -30,8 +30,7 @@ export type CompactionPlan = Boundaries;
 export function planCompaction(messages: readonly ChatMessage[], limits: CompactionLimits): CompactionPlan {
   const plan = findBoundaries(messages, limits);
   if (plan.noop !== false) return plan;
-  const window = messages.slice(plan.headEnd, plan.cut);
-  if (windowHasTurns(window, limits.previousSummary)) return plan;
+  if (windowHasTurns(messages, limits.previousSummary, plan.headEnd, plan.cut)) return plan;
   return { ...plan, reinsertIndex: null, noop: 'no_compressible_window' };
 }
 
@@ -54,6 +53,19 @@ export type SummaryRequestPlan =
   | { noop: false; request: SummaryRequest }
   | { noop: Extract<NoopReason, 'no_compressible_window'> };
 
+/**
+ * §8.5.3 content tokens of the window as far as the budget needs them: the sum stops once the budget has reached
+ * its ceiling (`computeSummaryBudget` gives the same result as for the full sum).
+ */
+export function budgetContentTokens(window: readonly ChatMessage[], contextLength: number): number {
+  let total = 0;
+  for (const row of window) {
+    total += estimateMessageTokensRough(row);
+    if (summaryBudgetSaturated(total, contextLength)) break;
+  }
+  return total;
+}
+
 /** §8.5.1–§8.5.4 on the pruned window. */
 export function buildSummaryRequest(
   prunedMessages: readonly ChatMessage[],
@@ -63,7 +75,7 @@ export function buildSummaryRequest(
   const window = prunedMessages.slice(plan.headEnd, plan.cut);
   const { previous, turns } = classifyWindow(window, options.previousSummary);
   if (turns.length === 0) return { noop: 'no_compressible_window' };
-  const contentTokens = options.windowTokens ?? estimateMessagesTokensRough(window);
+  const contentTokens = options.windowTokens ?? budgetContentTokens(window, options.contextLength);
   const budgetTokens = computeSummaryBudget(contentTokens, options.contextLength);
   const focusTopic = normalizeFocusTopic(options.focusTopic);
   const prompt = buildSummaryPrompt({ turns, previous, budgetTokens, focusTopic });
@@ -118,7 +130,7 @@ export function reassemblePhase(
   });
 }
 
-/** Per-row token estimates of §3.2 (memoised per message object); their sum is `estimateMessagesTokensRough`. */
+/** Per-row token estimates of §3.2; their sum is `estimateMessagesTokensRough`. */
 export function estimateRowTokens(messages: readonly ChatMessage[]): number[] {
   return messages.map(estimateMessageTokensRough);
 }
@@ -138,9 +150,28 @@ export function prunedWindowTokens(
   return total;
 }
 
-/** §8.8 statistics of a compaction. */
+/**
+ * `estimateMessagesTokensRough(output)`, reusing the input's row estimates for the head and tail rows the output
+ * took over unchanged (the same objects); only new rows (summary, stubs, changed rows) are estimated.
+ */
+export function outputTokens(
+  output: readonly ChatMessage[],
+  input: readonly ChatMessage[],
+  inputRowTokens: readonly number[],
+  plan: Pick<CompactionPlan, 'headEnd' | 'cut'>,
+): number {
+  const known = new Map<ChatMessage, number>();
+  for (let i = 0; i < plan.headEnd; i++) known.set(input[i] as ChatMessage, inputRowTokens[i] as number);
+  for (let i = plan.cut; i < input.length; i++) known.set(input[i] as ChatMessage, inputRowTokens[i] as number);
+  let total = 0;
+  for (const row of output) total += known.get(row) ?? estimateMessageTokensRough(row);
+  return total;
+}
+
+/** §8.8 statistics of a compaction; `tokensAfter` is estimated from `output` unless the caller knows it. */
 export function compactionStats(input: {
   tokensBefore: number;
+  tokensAfter?: number;
   output: readonly ChatMessage[];
   prunedCount: number;
   plan: Pick<CompactionPlan, 'headEnd' | 'cut'>;
@@ -149,7 +180,7 @@ export function compactionStats(input: {
 }): CompressionStats {
   return {
     tokensBefore: input.tokensBefore,
-    tokensAfter: estimateMessagesTokensRough(input.output),
+    tokensAfter: input.tokensAfter ?? estimateMessagesTokensRough(input.output),
     prunedCount: input.prunedCount,
     droppedCount: input.plan.cut - input.plan.headEnd,
     fallbackUsed: input.fallbackUsed,

@@ -36,15 +36,19 @@ function withContent(message: ChatMessage, content: string): ChatMessage {
   return { ...message, content };
 }
 
-const SAMPLES = 16;
+const EDGE_SAMPLES = 8;
 const MAX_LINEAR_BUCKET = 16;
 
-/** A cheap fingerprint (length and 16 spread-out code units), so dedup does not hash every long output in full. */
+/**
+ * A cheap fingerprint (length, the first and the last 8 code units), so dedup does not hash every long output in
+ * full. The samples sit in two places of the string, which keeps the memory touched per output small; outputs that
+ * share both ends only land in the same bucket (compared exactly).
+ */
 function fingerprint(text: string): number {
-  const last = text.length - 1;
-  let h = text.length | 0;
-  for (let k = 0; k < SAMPLES; k++)
-    h = (Math.imul(h, 31) + text.charCodeAt(Math.floor((k * last) / (SAMPLES - 1)))) | 0;
+  const len = text.length;
+  let h = len | 0;
+  for (let k = 0; k < EDGE_SAMPLES; k++) h = (Math.imul(h, 31) + text.charCodeAt(k)) | 0;
+  for (let k = len - EDGE_SAMPLES; k < len; k++) h = (Math.imul(h, 31) + text.charCodeAt(k)) | 0;
   return h;
 }
 

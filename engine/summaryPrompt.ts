@@ -16,9 +16,19 @@ function isEmptyContent(content: ChatMessage['content'] | undefined): boolean {
   );
 }
 
-/** Whether `classifyWindow(window).turns` would be non-empty; stops at the first ordinary row. */
-export function windowHasTurns(window: readonly ChatMessage[], previousSummary: string | null): boolean {
-  for (const row of window) {
+/**
+ * Whether `classifyWindow(window.slice(from, to)).turns` would be non-empty; stops at the first ordinary row and
+ * needs no copy of the window.
+ */
+export function windowHasTurns(
+  window: readonly ChatMessage[],
+  previousSummary: string | null,
+  from = 0,
+  to = window.length,
+): boolean {
+  const end = Math.min(to, window.length);
+  for (let i = from; i < end; i++) {
+    const row = window[i] as ChatMessage;
     const split = splitSummaryMessage(row, previousSummary);
     if (split === null || !isEmptyContent(split.own) || hasToolCalls(row)) return true;
   }
@@ -84,8 +94,9 @@ function serialisedArguments(call: ToolCall): string {
 }
 
 function toolCallsBlock(calls: readonly ToolCall[]): string {
-  const lines = calls.map((call) => `  ${call?.function?.name ?? ''}(${call ? serialisedArguments(call) : ''})`);
-  return `\n[Tool calls:\n${lines.join('\n')}\n]`;
+  let block = '\n[Tool calls:';
+  for (const call of calls) block += `\n  ${call?.function?.name ?? ''}(${call ? serialisedArguments(call) : ''})`;
+  return `${block}\n]`;
 }
 
 const ROLE_LABELS: Readonly<Record<string, string>> = {
@@ -99,17 +110,37 @@ function roleLabel(row: ChatMessage): string {
   return ROLE_LABELS[row.role] ?? `[${String(row.role).toUpperCase()}]: `;
 }
 
-/** Appends the pieces of one §8.5.2 block; the caller joins everything once (large windows are tens of MB). */
-function pushTurn(pieces: string[], row: ChatMessage, cut: TextCut): void {
-  pieces.push(roleLabel(row), cut(serialisedText(row.content)));
+/** The fixed labels with the block separator in front: one piece instead of two for most blocks. */
+const SEPARATED_LABELS: ReadonlyMap<string, string> = new Map(
+  Object.values(ROLE_LABELS).map((label) => [label, BLOCK_SEPARATOR + label]),
+);
+
+/** Appends the role label, preceded by the block separator when `separated`. */
+function pushLabel(pieces: string[], row: ChatMessage, separated: boolean): void {
+  if (!separated) {
+    pieces.push(roleLabel(row));
+  } else if (row.role === 'tool') {
+    pieces.push(`${BLOCK_SEPARATOR}[TOOL RESULT ${row.tool_call_id ?? ''}]: `);
+  } else {
+    const label = roleLabel(row);
+    const joined = SEPARATED_LABELS.get(label);
+    if (joined === undefined) pieces.push(BLOCK_SEPARATOR, label);
+    else pieces.push(joined);
+  }
+}
+
+/**
+ * Appends the pieces of one §8.5.2 block (after the block separator when `separated`); the caller joins everything
+ * once (large windows are tens of MB).
+ */
+function pushTurn(pieces: string[], row: ChatMessage, cut: TextCut, separated = false): void {
+  pushLabel(pieces, row, separated);
+  pieces.push(cut(serialisedText(row.content)));
   if (hasToolCalls(row)) pieces.push(toolCallsBlock(row.tool_calls as ToolCall[]));
 }
 
 function pushTurns(pieces: string[], turns: readonly ChatMessage[]): void {
-  for (let i = 0; i < turns.length; i++) {
-    if (i > 0) pieces.push(BLOCK_SEPARATOR);
-    pushTurn(pieces, turns[i] as ChatMessage, truncateForPrompt);
-  }
+  for (let i = 0; i < turns.length; i++) pushTurn(pieces, turns[i] as ChatMessage, truncateForPrompt, i > 0);
 }
 
 /** One block of §8.5.2. */

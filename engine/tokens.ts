@@ -41,23 +41,29 @@ export function estimateTokensRough(text: string): number {
   return cjk + Math.ceil(bytes / 4);
 }
 
-/** Cache of the whole-message estimate, keyed by message object identity (messages are treated as immutable). */
-const messageEstimateCache = new WeakMap<object, number>();
-
-/** estimateTokensRough(JSON.stringify(message)), memoised per message object. */
+/**
+ * estimateTokensRough(JSON.stringify(message)), without building the JSON text. Not memoised: a per-object cache
+ * (WeakMap) cost more on fresh transcripts than it saved, and compress() estimates each input row once.
+ */
 export function estimateMessageTokensRough(message: ChatMessage): number {
-  const cached = messageEstimateCache.get(message);
-  if (cached !== undefined) return cached;
-  const value = estimateJsonTokensRough(message); // = estimateTokensRough(JSON.stringify(message)), without the copy
-  messageEstimateCache.set(message, value);
-  return value;
+  return estimateJsonTokensRough(message);
 }
 
 /** SPEC §3.2. */
 export function estimateMessagesTokensRough(messages: readonly ChatMessage[]): number {
   let total = 0;
-  for (const m of messages) total += estimateMessageTokensRough(m);
+  for (const m of messages) total += estimateJsonTokensRough(m);
   return total;
+}
+
+/** `estimateMessagesTokensRough(messages) > limit`, estimating only as many rows as needed to decide. */
+export function messagesTokensExceed(messages: readonly ChatMessage[], limit: number): boolean {
+  let total = 0;
+  for (const m of messages) {
+    total += estimateJsonTokensRough(m);
+    if (total > limit) return true;
+  }
+  return total > limit;
 }
 
 /** Per-message cost for the tail walk (SPEC §3.3). */
