@@ -67,7 +67,10 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     args.push('--db-filename', options.dbFile);
   }
   for (const sa of options.searchAttributes ?? []) args.push('--search-attribute', `${sa.name}=${sa.type}`);
-  for (const [key, value] of Object.entries(options.dynamicConfig ?? {})) {
+  // The dev server hands tasks to workers at most ~20 times a second by default (~50 ms per workflow step after a
+  // short burst); a compaction has a dozen steps, so raise it (measured: 647 ms → 156 ms p50 per compaction).
+  const dynamicConfig = { 'history.transferProcessorMaxPollRPS': 1000, ...options.dynamicConfig };
+  for (const [key, value] of Object.entries(dynamicConfig)) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }
 

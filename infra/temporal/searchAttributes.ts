@@ -1,9 +1,13 @@
 // Registers custom search attributes on an already running server (idempotent: only missing ones are added).
 import { Connection } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
+
+// CommonJS package: a default import works under plain Node ESM as well as under bundlers.
+const { temporal } = proto;
+
 import type { SearchAttributeSpec } from './devServer.js';
 
-const TYPE_CODES: Record<SearchAttributeSpec['type'], temporal.api.enums.v1.IndexedValueType> = {
+const TYPE_CODES: Record<SearchAttributeSpec['type'], number> = {
   Text: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
   Keyword: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   Int: temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT,

@@ -1,0 +1,99 @@
+// A worker + ConversationClient on a Temporal server at a given address: the same plumbing as createTestStack
+// (harness/temporal.ts), but without vitest's `inject`, so that test files with their own dev server (e.g. one with
+// a small continue-as-new limit) and plain scripts (test/fixtures/histories/record.ts, bench/) can use it.
+import { randomUUID } from 'node:crypto';
+import { Connection } from '@temporalio/client';
+import {
+  bundleWorkflowCode,
+  NativeConnection,
+  type Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import type { Kysely } from 'kysely';
+import { type CompressionConfig, normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
+import type { Database } from '../../infra/db/schema.js';
+import { ConversationClient } from '../../infra/temporal/conversationClient.js';
+import { createWorker, WORKFLOWS_PATH } from '../../workers/createWorker.js';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+const noop = () => undefined;
+const quietLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
+
+/** Bundles workflows/ once per process. */
+export function productWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
+  return bundle;
+}
+
+export interface StackAt {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  client: ConversationClient;
+  connection: Connection;
+  /** Starts (or restarts) the worker, optionally with another summarizer. */
+  startWorker(options?: { summarizer?: Summarizer | null }): Promise<void>;
+  stopWorker(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface StackAtOptions {
+  address: string;
+  namespace?: string;
+  db: Kysely<Database>;
+  baseConfig?: Partial<CompressionConfig>;
+  summarizer?: Summarizer | null;
+  taskQueue?: string;
+  heartbeatIntervalMs?: number;
+}
+
+export async function createStackAt(options: StackAtOptions): Promise<StackAt> {
+  const { address } = options;
+  const namespace = options.namespace ?? 'default';
+  const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
+  const nativeConnection = await NativeConnection.connect({ address });
+  const connection = await Connection.connect({ address });
+  const client = new ConversationClient(connection, { namespace, taskQueue });
+  let running: { worker: Worker; done: Promise<void> } | undefined;
+
+  const stopWorker = async () => {
+    if (!running) return;
+    const { worker, done } = running;
+    running = undefined;
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await done;
+  };
+
+  const startWorker = async (opts: { summarizer?: Summarizer | null } = {}) => {
+    await stopWorker();
+    const worker = await createWorker({
+      connection: nativeConnection,
+      namespace,
+      taskQueue,
+      db: options.db,
+      baseConfig: normalizeCompressionConfig(options.baseConfig),
+      summarizer: opts.summarizer === undefined ? (options.summarizer ?? null) : opts.summarizer,
+      workflowBundle: await productWorkflowBundle(),
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? 500,
+      shutdownGraceTime: '1 second',
+    });
+    running = { worker, done: worker.run() };
+  };
+
+  await startWorker();
+  return {
+    address,
+    namespace,
+    taskQueue,
+    client,
+    connection,
+    startWorker,
+    stopWorker,
+    close: async () => {
+      await stopWorker();
+      await connection.close();
+      await nativeConnection.close();
+    },
+  };
+}
