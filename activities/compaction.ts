@@ -26,6 +26,7 @@ import { commitInPlace, commitRotation, TranscriptChangedError } from '../infra/
 import { createCompactionRecord, getCompaction, updateCompaction } from '../infra/db/compactions.js';
 import { loadTranscript } from '../infra/db/messages.js';
 import type { CompactionRow, Database } from '../infra/db/schema.js';
+import { getSession } from '../infra/db/sessions.js';
 import {
   applyPrune,
   type CompactionSnapshot,
@@ -92,10 +93,15 @@ export interface ReassembleResult {
   activeTokens: number;
 }
 
+/** The summarizer for a conversation's main model (SPEC §2.3: the summary model defaults to the main model). */
+export type SummarizerFor = (target: { model: string | null; provider: string | null }) => Summarizer | null;
+
 export interface CompactionActivityDeps {
   db: Kysely<Database>;
   /** The summary model; null: no provider configured, every compaction uses the fallback summary (DESIGN §5). */
   summarizer: Summarizer | null;
+  /** When given, chooses the summarizer from the session's model and provider; wins over `summarizer`. */
+  summarizerFor?: SummarizerFor;
   /** How often the summarize activity heartbeats while it waits (ms). */
   heartbeatIntervalMs?: number;
 }
@@ -120,12 +126,11 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     return { ...snapshot, pruned: applyPrune(snapshot.input, prune) };
   }
 
-  async function callSummarizer(request: SummaryRequest): Promise<unknown> {
-    if (!deps.summarizer) throw new Error('no summarizer');
+  async function callSummarizer(summarizer: Summarizer, request: SummaryRequest): Promise<unknown> {
     const interval = setInterval(() => heartbeat(), deps.heartbeatIntervalMs ?? 5_000);
     try {
       heartbeat();
-      return await deps.summarizer(request);
+      return await summarizer(request);
     } finally {
       clearInterval(interval);
     }
@@ -222,7 +227,8 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     async summarize(ref: CompactionRef): Promise<SummarizeResult> {
       const { record, plan, pruned } = await snapshotWithPrune(ref);
       if (record.summary_body) return { ok: true, summarizerCalled: true };
-      if (!deps.summarizer) {
+      const summarizer = await summarizerForSession(deps, ref.tenantId, record.session_id);
+      if (!summarizer) {
         return { ok: false, failureClass: 'error', summarizerCalled: false, reason: 'no summary provider configured' };
       }
       const built = buildSummaryRequest(pruned, plan, {
@@ -235,7 +241,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       await updateCompaction(db, ref.tenantId, ref.compactionId, { attempts: attempt });
       let reply: unknown;
       try {
-        reply = await callSummarizer(built.request);
+        reply = await callSummarizer(summarizer, built.request);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         await updateCompaction(db, ref.tenantId, ref.compactionId, { error: message.slice(0, 2_000) });
@@ -357,6 +363,17 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       });
     },
   };
+}
+
+/** The summarizer of a session: chosen by its main model when the worker resolves per model (SPEC §2.3). */
+export async function summarizerForSession(
+  deps: Pick<CompactionActivityDeps, 'db' | 'summarizer' | 'summarizerFor'>,
+  tenantId: string,
+  sessionId: string,
+): Promise<Summarizer | null> {
+  if (!deps.summarizerFor) return deps.summarizer;
+  const session = await getSession(deps.db, tenantId, sessionId);
+  return deps.summarizerFor({ model: session?.model ?? null, provider: session?.provider ?? null });
 }
 
 /** A retry after a successful commit returns what was committed. */

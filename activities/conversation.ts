@@ -3,17 +3,25 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
 import type { ChatMessage, CompressionConfig } from '../engine/index.js';
-import { ConfigError, estimateMessageTokensRough } from '../engine/index.js';
+import {
+  type CacheTtl,
+  CODEX_AUTORAISE_NOTICE_MARKER,
+  ConfigError,
+  codexAutoraiseNotice,
+  estimateMessageTokensRough,
+} from '../engine/index.js';
 import { resolveTenantCompressionConfig } from '../infra/config/tenantPolicy.js';
 import { appendMessages, loadTranscript, transcriptTotals } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
 import { createSession, getSession, listConversationSessions, newestDescendant } from '../infra/db/sessions.js';
-import { getTenantPolicy } from '../infra/db/tenants.js';
+import { getTenantMarker, getTenantPolicy, setTenantMarker } from '../infra/db/tenants.js';
 
 export interface ConversationActivityDeps {
   db: Kysely<Database>;
   /** The compression section of config.yaml (defaults applied). */
   baseConfig: CompressionConfig;
+  /** `prompt_caching.cache_ttl` of config.yaml (null: prompt caching disabled). */
+  cacheTtl?: CacheTtl | null;
 }
 
 export interface OpenConversationInput {
@@ -34,6 +42,7 @@ export interface TenantConfig {
 
 export interface OpenConversationResult extends TenantConfig {
   sessionId: string;
+  cacheTtl: CacheTtl | null;
   resumed: boolean;
   /** SPEC §13.4: summary_body of the newest active row that has one. */
   previousSummary: string | null;
@@ -101,6 +110,7 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
       return {
         ...config,
         sessionId,
+        cacheTtl: deps.cacheTtl === undefined ? '5m' : deps.cacheTtl,
         resumed,
         previousSummary,
         activeMessages: rows.length,
@@ -127,6 +137,27 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
 
     async loadTenantConfig(input: { tenantId: string }): Promise<TenantConfig> {
       return tenantConfig(input.tenantId);
+    },
+
+    /** SPEC §4.5: the gpt-5.5 Codex autoraise notice, shown once per tenant (marker persisted per tenant). */
+    async autoraiseNotice(input: {
+      tenantId: string;
+      model: string;
+      provider: string | null;
+      contextLength: number;
+      config: CompressionConfig;
+    }): Promise<string | null> {
+      const storedMarker = (await getTenantMarker(db, input.tenantId, CODEX_AUTORAISE_NOTICE_MARKER)) ?? null;
+      const decision = codexAutoraiseNotice({
+        model: input.model,
+        ...(input.provider ? { provider: input.provider } : {}),
+        contextLength: input.contextLength,
+        config: input.config,
+        storedMarker,
+      });
+      if (!decision.show || !decision.markerValue) return null;
+      await setTenantMarker(db, input.tenantId, CODEX_AUTORAISE_NOTICE_MARKER, decision.markerValue);
+      return decision.text ?? null;
     },
   };
 }

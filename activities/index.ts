@@ -1,16 +1,27 @@
 // All activities of the worker, built from injected dependencies (one pg pool per process, the summarizer).
 import type { Kysely } from 'kysely';
-import type { CompressionConfig, Summarizer } from '../engine/index.js';
+import type { CacheTtl, CompressionConfig, Summarizer } from '../engine/index.js';
 import type { Database } from '../infra/db/schema.js';
+import type { ProvidersConfig } from '../infra/llm/providers.js';
+import type { SummarizerFor } from './compaction.js';
 import { createCompactionActivities } from './compaction.js';
 import { createConversationActivities } from './conversation.js';
 import { createReplayActivities } from './replay.js';
+import { createRespondActivities } from './respond.js';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
   baseConfig: CompressionConfig;
   summarizer: Summarizer | null;
+  /** Per-conversation summarizer (its main model decides the summary model, SPEC §2.3); wins over `summarizer`. */
+  summarizerFor?: SummarizerFor;
   heartbeatIntervalMs?: number;
+  /** config.yaml `prompt_caching.cache_ttl`. */
+  cacheTtl?: CacheTtl | null;
+  /** config.yaml `providers:` for the agent turn (chat backend mode); null/absent: not available. */
+  providers?: ProvidersConfig | null;
+  env?: Readonly<Record<string, string | undefined>>;
+  respondTimeoutMs?: number;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -18,6 +29,14 @@ export function createActivities(deps: ActivityDeps) {
     ...createConversationActivities(deps),
     ...createCompactionActivities(deps),
     ...createReplayActivities(deps),
+    ...createRespondActivities({
+      db: deps.db,
+      providers: deps.providers ?? null,
+      cacheTtl: deps.cacheTtl === undefined ? '5m' : deps.cacheTtl,
+      ...(deps.env ? { env: deps.env } : {}),
+      ...(deps.respondTimeoutMs ? { respondTimeoutMs: deps.respondTimeoutMs } : {}),
+      ...(deps.heartbeatIntervalMs ? { heartbeatIntervalMs: deps.heartbeatIntervalMs } : {}),
+    }),
   };
 }
 

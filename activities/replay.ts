@@ -7,7 +7,12 @@ import { buildSummaryRequest, interpretSummaryReply, summaryText } from '../engi
 import { replaceReplayedSummary } from '../infra/db/compactionCommit.js';
 import { getCompaction } from '../infra/db/compactions.js';
 import type { Database } from '../infra/db/schema.js';
-import { type CompactionActivityDeps, type CompactionRef, EMPTY_SUMMARY_FAILURE } from './compaction.js';
+import {
+  type CompactionActivityDeps,
+  type CompactionRef,
+  EMPTY_SUMMARY_FAILURE,
+  summarizerForSession,
+} from './compaction.js';
 import { applyPrune, loadSnapshot, storedPrune } from './compactionSnapshot.js';
 
 export const REPLAYABLE_STATUSES = ['fallback', 'failed', 'aborted'] as const;
@@ -55,7 +60,8 @@ export function createReplayActivities(
     /** One summarizer attempt on the stored window; rejects on failure (retried by the workflow's policy). */
     async replaySummarize(ref: CompactionRef): Promise<string> {
       const record = await replayable(db, ref);
-      if (!deps.summarizer) {
+      const summarizer = await summarizerForSession(deps, ref.tenantId, record.session_id);
+      if (!summarizer) {
         throw ApplicationFailure.nonRetryable('no summary provider is configured; replay needs one', 'NoSummarizer');
       }
       const snapshot = await loadSnapshot(db, ref.tenantId, record);
@@ -69,7 +75,7 @@ export function createReplayActivities(
       const interval = setInterval(() => heartbeat(), deps.heartbeatIntervalMs ?? 5_000);
       let reply: unknown;
       try {
-        reply = await deps.summarizer(built.request);
+        reply = await summarizer(built.request);
       } finally {
         clearInterval(interval);
       }

@@ -3,6 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities/index.js';
+import { type Metrics, timeActivities } from '../infra/metrics/registry.js';
 import { CONVERSATIONS_TASK_QUEUE } from '../workflows/ids.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -14,6 +15,8 @@ export interface CreateWorkerOptions extends ActivityDeps {
   /** A prebuilt bundle (tests build it once per file). */
   workflowBundle?: WorkerOptions['workflowBundle'];
   shutdownGraceTime?: WorkerOptions['shutdownGraceTime'];
+  /** When given, activity durations are recorded in it. */
+  metrics?: Metrics;
 }
 
 export async function createWorker(options: CreateWorkerOptions): Promise<Worker> {
@@ -22,7 +25,9 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue ?? CONVERSATIONS_TASK_QUEUE,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities(options),
+    activities: options.metrics
+      ? timeActivities(createActivities(options), options.metrics.phaseDuration)
+      : createActivities(options),
     shutdownGraceTime: options.shutdownGraceTime ?? '5 seconds',
   });
 }

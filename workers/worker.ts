@@ -7,20 +7,27 @@ import { createDb } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { createWorker } from './createWorker.js';
+import { llmDepsFromConfig } from './llmDeps.js';
 
 const config = loadConfig();
 const db = createDb({ connectionString: await resolveDatabaseUrl() });
 await migrateToLatest(db);
 const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233' });
+const llm = llmDepsFromConfig(config);
 const worker = await createWorker({
   connection,
   namespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
   db,
   baseConfig: config.compression,
-  // No LLM provider yet: every compaction uses the deterministic fallback summary (SPEC §9.5) and says so.
   summarizer: null,
+  ...llm,
 });
 console.log(`Worker polling task queue 'conversations' on ${process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'}`);
+console.log(
+  llm.configured
+    ? 'LLM providers configured: LLM summaries and chat backend mode available.'
+    : 'No LLM provider configured: compactions use the deterministic fallback summary (SPEC §9.5).',
+);
 try {
   await worker.run();
 } finally {

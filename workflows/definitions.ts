@@ -1,5 +1,6 @@
 // Signals, updates and queries of the conversation workflow, shared by the workflow and its clients (DESIGN.md §3).
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { RespondInput } from '../activities/respond.js';
 import type { ChatMessage, CompressionStats, Usage } from '../engine/index.js';
 
 /** One incoming message with the client's idempotency key (duplicates are ignored, also across continue-as-new). */
@@ -43,6 +44,47 @@ export interface SwitchModelRequest {
   contextLength?: number;
 }
 
+/** Chat backend mode: the system runs the agent turn. Send the user message (or the results of the tool calls the
+ * last reply asked for); the reply comes back when the model answered. */
+export interface ChatTurnRequest {
+  messages: IncomingMessage[];
+  /** OpenAI-shaped function tools offered to the model. */
+  tools?: NonNullable<RespondInput['tools']>;
+}
+
+export interface TurnUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  uncached_input_tokens: number;
+}
+
+export interface TurnResult {
+  reply: ChatMessage;
+  /** The calls the client must run; it then sends their results with the next chat turn. */
+  toolCalls: NonNullable<ChatMessage['tool_calls']>;
+  finishReason: string | null;
+  usage: TurnUsage;
+  /** Set when the reply's usage triggered a compaction before the next call (SPEC §7.6). */
+  compaction: CompactionResult | null;
+  status: ConversationStatus;
+}
+
+/** Cache economics (issue: LLM providers §4): totals over the turns the system ran, and per compaction. */
+export interface CacheTelemetry {
+  turns: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  uncachedInputTokens: number;
+  lastTurn: TurnUsage | null;
+  /** The compaction whose cache recovery is being measured, with what was seen so far. */
+  watching: { compactionId: string; turnsSince: number; rewriteTokens: number | null } | null;
+  /** The last measured compaction: tokens re-written by the first request after it, turns until reads recovered. */
+  lastRecovery: { compactionId: string; rewriteTokens: number; recoveryTurns: number } | null;
+}
+
 export interface ConversationStatus {
   tenantId: string;
   conversationId: string;
@@ -69,6 +111,9 @@ export interface ConversationStatus {
   pendingItems: number;
   processedBatches: number;
   lastCompaction: CompactionResult | null;
+  /** SPEC §12.1: whether prompt caching is on for the current model and provider, and why. */
+  promptCaching: { enabled: boolean; reason: string; line: string };
+  cache: CacheTelemetry;
   notices: string[];
 }
 
@@ -80,3 +125,4 @@ export const switchModelUpdate = defineUpdate<ConversationStatus, [SwitchModelRe
 /** Resolves once every signal received before it has been processed; returns the status then. */
 export const syncUpdate = defineUpdate<ConversationStatus, []>('sync');
 export const statusQuery = defineQuery<ConversationStatus>('status');
+export const chatTurnUpdate = defineUpdate<TurnResult, [ChatTurnRequest]>('chatTurn');

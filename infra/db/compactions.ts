@@ -138,6 +138,8 @@ export interface CompactionPatch {
   error?: string | null;
   attempts?: number;
   completed_at?: Date | null;
+  cache_rewrite_tokens?: number | null;
+  cache_recovery_turns?: number | null;
 }
 
 const JSON_COLUMNS = new Set(['plan', 'prune_result', 'stats']);

@@ -1,11 +1,15 @@
 // Client functions for conversations (used by the gateway, the CLI and the tests): submit messages
 // (signal-with-start, idempotency keys), manual compress, model switch, status, sync, compaction replay.
-import { Client, type Connection, WithStartWorkflowOperation } from '@temporalio/client';
+
+import { Client, type Connection, WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
+import { checkMinimumContextLength, resolveContextLength } from '../../engine/index.js';
 import type { ConversationInput, conversationWorkflow } from '../../workflows/conversation.js';
 import {
+  type ChatTurnRequest,
   type CompactionResult,
   type CompactRequest,
   type ConversationStatus,
+  chatTurnUpdate,
   compactUpdate,
   type SubmitMessages,
   type SwitchModelRequest,
@@ -13,6 +17,7 @@ import {
   submitMessagesSignal,
   switchModelUpdate,
   syncUpdate,
+  type TurnResult,
 } from '../../workflows/definitions.js';
 import { CONVERSATIONS_TASK_QUEUE, conversationWorkflowId, replayWorkflowId } from '../../workflows/ids.js';
 import type { ReplayResult, replayCompactionWorkflow } from '../../workflows/replay.js';
@@ -34,6 +39,20 @@ export interface ConversationStart {
   maxSeenKeys?: number;
 }
 
+/** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
+export function validateModelChoice(start: Pick<ConversationStart, 'model' | 'provider' | 'contextLength'>): void {
+  try {
+    const { contextLength } = resolveContextLength({
+      model: start.model,
+      provider: start.provider ?? undefined,
+      explicitOverride: start.contextLength ?? null,
+    });
+    checkMinimumContextLength(start.model, contextLength);
+  } catch (err) {
+    throw new InvalidRequestError((err as Error).message);
+  }
+}
+
 export class ConversationClient {
   readonly client: Client;
   readonly taskQueue: string;
@@ -50,6 +69,7 @@ export class ConversationClient {
   }
 
   private startOptions(tenantId: string, conversationId: string, start: ConversationStart) {
+    validateModelChoice(start);
     const input: ConversationInput = {
       tenantId,
       conversationId,
@@ -74,6 +94,32 @@ export class ConversationClient {
     };
   }
 
+  /** Starts the conversation workflow unless it already runs (idempotent). */
+  async start(tenantId: string, conversationId: string, start: ConversationStart): Promise<void> {
+    await this.client.workflow.start('conversationWorkflow', {
+      ...this.startOptions(tenantId, conversationId, start),
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+  }
+
+  /** Whether the conversation's workflow is running (closed or never started: false). */
+  async isRunning(tenantId: string, conversationId: string): Promise<boolean> {
+    try {
+      const description = await this.handle(tenantId, conversationId).describe();
+      return description.status.name === 'RUNNING';
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
+  }
+
+  /** Appends messages to a running conversation (no start). Duplicated idempotency keys are ignored. */
+  async append(tenantId: string, conversationId: string, batch: SubmitMessages): Promise<void> {
+    const problem = validateSubmit(batch);
+    if (problem) throw new InvalidRequestError(problem);
+    await this.handle(tenantId, conversationId).signal(submitMessagesSignal, batch);
+  }
+
   /** Appends messages (starting the conversation workflow when needed). Duplicated idempotency keys are ignored. */
   async submit(
     tenantId: string,
@@ -88,6 +134,16 @@ export class ConversationClient {
       signal: submitMessagesSignal,
       signalArgs: [batch],
     });
+  }
+
+  /**
+   * Chat backend mode: appends the messages (a user message, or the results of the tool calls the last reply asked
+   * for), runs the main model and returns its reply with the usage. A failed model call rejects with its cause.
+   */
+  async chatTurn(tenantId: string, conversationId: string, request: ChatTurnRequest): Promise<TurnResult> {
+    const problem = validateSubmit({ messages: request.messages });
+    if (problem) throw new InvalidRequestError(problem);
+    return this.handle(tenantId, conversationId).executeUpdate(chatTurnUpdate, { args: [request] });
   }
 
   /** Waits until every message submitted before this call has been processed; returns the status then. */

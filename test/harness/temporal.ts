@@ -10,8 +10,10 @@ import {
 } from '@temporalio/worker';
 import type { Kysely } from 'kysely';
 import { inject } from 'vitest';
+import type { ActivityDeps } from '../../activities/index.js';
 import { type CompressionConfig, normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
 import type { Database } from '../../infra/db/schema.js';
+import type { Metrics } from '../../infra/metrics/registry.js';
 import { ConversationClient } from '../../infra/temporal/conversationClient.js';
 import { createWorker, WORKFLOWS_PATH } from '../../workers/createWorker.js';
 
@@ -40,6 +42,9 @@ export async function createTestStack(options: {
   db: Kysely<Database>;
   baseConfig?: Partial<CompressionConfig>;
   summarizer?: Summarizer | null;
+  metrics?: Metrics;
+  /** Further activity dependencies (providers, per-model summarizer, cache TTL, env). */
+  activityDeps?: Partial<ActivityDeps>;
 }): Promise<TestStack> {
   const address = inject('temporalAddress');
   const namespace = inject('temporalNamespace');
@@ -69,6 +74,8 @@ export async function createTestStack(options: {
       workflowBundle: await workflowBundle(),
       heartbeatIntervalMs: 500,
       shutdownGraceTime: '1 second',
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...options.activityDeps,
     });
     running = { worker, done: worker.run() };
   };

@@ -1,0 +1,72 @@
+// Agent turns run by the system (chat backend mode) and their cache economics (migration 0004).
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.js';
+import { withTenant } from './tenant.js';
+import { withTenantWrite } from './writeRetry.js';
+
+export interface TurnRecord {
+  id: string;
+  sessionId: string;
+  conversationId: string;
+  model: string;
+  provider: string | null;
+  messageId: number | null;
+  finishReason: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  uncachedInputTokens: number;
+  cachingEnabled: boolean;
+  afterCompactionId: string | null;
+}
+
+/** Inserts the turn once (its id is the workflow-generated turn key; a retry changes nothing). */
+export async function recordTurn(db: Kysely<Database>, tenantId: string, turn: TurnRecord): Promise<void> {
+  await withTenantWrite(db, tenantId, (tx) =>
+    tx
+      .insertInto('turns')
+      .values({
+        tenant_id: tenantId,
+        id: turn.id,
+        session_id: turn.sessionId,
+        conversation_id: turn.conversationId,
+        model: turn.model,
+        provider: turn.provider,
+        message_id: turn.messageId,
+        finish_reason: turn.finishReason,
+        prompt_tokens: turn.promptTokens,
+        completion_tokens: turn.completionTokens,
+        cache_read_tokens: turn.cacheReadTokens,
+        cache_write_tokens: turn.cacheWriteTokens,
+        uncached_input_tokens: turn.uncachedInputTokens,
+        caching_enabled: turn.cachingEnabled,
+        after_compaction_id: turn.afterCompactionId,
+      })
+      .onConflict((oc) => oc.columns(['tenant_id', 'id']).doNothing())
+      .execute(),
+  );
+}
+
+export async function getTurn(db: Kysely<Database>, tenantId: string, id: string): Promise<TurnRecord | null> {
+  const row = await withTenant(db, tenantId, (tx) =>
+    tx.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst(),
+  );
+  if (!row) return null;
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    conversationId: row.conversation_id,
+    model: row.model,
+    provider: row.provider,
+    messageId: row.message_id,
+    finishReason: row.finish_reason,
+    promptTokens: row.prompt_tokens,
+    completionTokens: row.completion_tokens,
+    cacheReadTokens: row.cache_read_tokens,
+    cacheWriteTokens: row.cache_write_tokens,
+    uncachedInputTokens: row.uncached_input_tokens,
+    cachingEnabled: row.caching_enabled,
+    afterCompactionId: row.after_compaction_id,
+  };
+}

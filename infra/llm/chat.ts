@@ -1,0 +1,263 @@
+// One chat call to either provider kind (DESIGN.md §5), non-streaming. Before sending: a `-900k` alias is reduced
+// to its base model (SPEC §4.3), cache markers are placed when SPEC §12.1 says caching is on (Claude via the
+// native Anthropic API or OpenRouter, a truthy TTL) and removed otherwise, and only the wire fields of each message
+// are sent (SPEC §1.2: extra runtime properties stay home). Every SDK error leaves as an ApplicationFailure.
+import type Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
+import { applyAnthropicCacheControl, promptCachingState } from '../../engine/cacheControl.js';
+import type { CacheTtl } from '../../engine/config.js';
+import { ModelNotAvailableError, resolveModelAlias } from '../../engine/modelRegistry.js';
+import type { ChatMessage, ContentPart, ToolCall } from '../../engine/types.js';
+import { fromAnthropicResponse, toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
+import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
+import { classifyProviderError, type LlmCallSite, modelNotAvailableFailure, noChoiceFailure } from './errors.js';
+import type { ChatResult, ChatTool, ChatUsage, FinishReason } from './types.js';
+
+/** Anthropic requires `max_tokens`; used when the caller gives none. */
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8_192;
+
+export interface ChatCompletionInput {
+  provider: ProviderClient;
+  /** The model as configured; a `-900k` alias is sent as its base model. */
+  model: string;
+  messages: readonly ChatMessage[];
+  tools?: readonly ChatTool[];
+  /** Output limit. OpenAI kind: omitted when absent. Anthropic kind: DEFAULT_ANTHROPIC_MAX_TOKENS when absent. */
+  maxTokens?: number;
+  signal?: AbortSignal;
+  /** `prompt_caching.cache_ttl` (SPEC §2.3); null disables caching. */
+  cache: { ttl: CacheTtl } | null;
+}
+
+/** The `cache` option from `prompt_caching.cache_ttl` (SPEC §2.3: a falsy value disables caching). */
+export function cacheOption(promptCaching: { cacheTtl: CacheTtl | null }): { ttl: CacheTtl } | null {
+  return promptCaching.cacheTtl ? { ttl: promptCaching.cacheTtl } : null;
+}
+
+function sendAsModel(model: string, site: LlmCallSite): string {
+  try {
+    return resolveModelAlias(model).sendAs;
+  } catch (err) {
+    if (err instanceof ModelNotAvailableError) throw modelNotAvailableFailure(site, err.message);
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Cache markers (SPEC §12).
+
+function withoutPartMarker(part: ContentPart): ContentPart {
+  if (part.cache_control === undefined) return part;
+  const { cache_control: _removed, ...rest } = part;
+  return rest as ContentPart;
+}
+
+function withoutMarkers(message: ChatMessage): ChatMessage {
+  const partsMarked = Array.isArray(message.content) && message.content.some((p) => p.cache_control !== undefined);
+  if (message.cache_control === undefined && !partsMarked) return message;
+  const { cache_control: _removed, ...rest } = message;
+  if (!partsMarked) return rest;
+  return { ...rest, content: (message.content as ContentPart[]).map(withoutPartMarker) };
+}
+
+interface PreparedMessages {
+  messages: ChatMessage[];
+  cachingEnabled: boolean;
+}
+
+function prepareMessages(input: ChatCompletionInput, model: string): PreparedMessages {
+  const state = promptCachingState({
+    model,
+    provider: input.provider.cachingRoute ?? undefined,
+    cacheTtl: input.cache?.ttl ?? null,
+  });
+  if (!state.enabled || state.ttl === null) {
+    return { messages: input.messages.map(withoutMarkers), cachingEnabled: false };
+  }
+  const messages = applyAnthropicCacheControl(input.messages, {
+    cacheTtl: state.ttl,
+    nativeAnthropic: state.nativeAnthropic,
+  });
+  return { messages, cachingEnabled: true };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// OpenAI chat completions (also OpenRouter, vLLM, Ollama).
+
+function openAIPart(part: ContentPart): Record<string, unknown> {
+  const marker = part.cache_control ? { cache_control: { ...part.cache_control } } : {};
+  if (part.type === 'image_url') return { type: 'image_url', image_url: { ...part.image_url }, ...marker };
+  return { type: 'text', text: part.text, ...marker };
+}
+
+function openAIToolCall(call: ToolCall): Record<string, unknown> {
+  return { id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } };
+}
+
+/** The wire fields of SPEC §1.2 (plus cache_control when caching is on); OpenAI's tool messages take no `name`. */
+export function toOpenAIMessage(message: ChatMessage): OpenAI.Chat.ChatCompletionMessageParam {
+  const content = Array.isArray(message.content) ? message.content.map(openAIPart) : message.content;
+  const wire: Record<string, unknown> = { role: message.role, content };
+  if (message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0) {
+    wire.tool_calls = message.tool_calls.map(openAIToolCall);
+  }
+  if (message.role === 'tool') wire.tool_call_id = message.tool_call_id ?? '';
+  else if (message.name !== undefined) wire.name = message.name;
+  if (message.cache_control) wire.cache_control = { ...message.cache_control };
+  return wire as unknown as OpenAI.Chat.ChatCompletionMessageParam;
+}
+
+function openAIUsage(usage: OpenAI.CompletionUsage | undefined): ChatUsage {
+  const raw = (usage ?? {}) as Partial<OpenAI.CompletionUsage> & Record<string, unknown>;
+  const details = (raw.prompt_tokens_details ?? {}) as Record<string, unknown>;
+  const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+  const prompt = num(raw.prompt_tokens);
+  const completion = num(raw.completion_tokens);
+  const cacheRead = num(details.cached_tokens);
+  // OpenRouter and some gateways report cache writes; the field name varies.
+  const cacheWrite = num(details.cache_write_tokens ?? raw.cache_write_tokens ?? raw.cache_creation_input_tokens);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: typeof raw.total_tokens === 'number' ? raw.total_tokens : prompt + completion,
+    cache_read_tokens: cacheRead,
+    cache_write_tokens: cacheWrite,
+    uncached_input_tokens: Math.max(0, prompt - cacheRead - cacheWrite),
+  };
+}
+
+function fromOpenAIMessage(message: OpenAI.Chat.ChatCompletionMessage): ChatMessage {
+  const calls: ToolCall[] = [];
+  for (const call of message.tool_calls ?? []) {
+    if (call.type !== 'function') continue;
+    calls.push({
+      id: call.id,
+      type: 'function',
+      function: { name: call.function.name, arguments: call.function.arguments },
+    });
+  }
+  if (calls.length === 0) return { role: 'assistant', content: message.content ?? '' };
+  return { role: 'assistant', content: message.content ?? null, tool_calls: calls };
+}
+
+/** api.openai.com wants `max_completion_tokens`; OpenAI-compatible servers understand `max_tokens`. */
+function maxTokensParam(client: OpenAIProviderClient, maxTokens: number | undefined): Record<string, number> {
+  if (maxTokens === undefined) return {};
+  return client.id === 'openai' ? { max_completion_tokens: maxTokens } : { max_tokens: maxTokens };
+}
+
+async function openAIChat(
+  client: OpenAIProviderClient,
+  input: ChatCompletionInput,
+  model: string,
+  prepared: PreparedMessages,
+  site: LlmCallSite,
+): Promise<ChatResult> {
+  const body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming = {
+    model,
+    messages: prepared.messages.map(toOpenAIMessage),
+    ...(input.tools && input.tools.length > 0 ? { tools: input.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
+    ...maxTokensParam(client, input.maxTokens),
+  };
+  let completion: OpenAI.Chat.ChatCompletion;
+  try {
+    completion = await client.openai.chat.completions.create(body, input.signal ? { signal: input.signal } : {});
+  } catch (err) {
+    throw classifyProviderError(err, site);
+  }
+  const choice = completion.choices?.[0];
+  if (!choice) throw noChoiceFailure(site);
+  return {
+    message: fromOpenAIMessage(choice.message),
+    finishReason: choice.finish_reason ?? 'stop',
+    rawFinishReason: choice.finish_reason ?? null,
+    refusal: choice.message.refusal ?? null,
+    usage: openAIUsage(completion.usage),
+    model,
+    cachingEnabled: prepared.cachingEnabled,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Anthropic Messages.
+
+const ANTHROPIC_FINISH_REASONS: Readonly<Record<string, FinishReason>> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'refusal',
+};
+
+function anthropicFinishReason(stopReason: string | null): FinishReason {
+  if (stopReason === null) return 'stop';
+  return Object.hasOwn(ANTHROPIC_FINISH_REASONS, stopReason)
+    ? (ANTHROPIC_FINISH_REASONS[stopReason] ?? stopReason)
+    : stopReason;
+}
+
+/** SPEC §7.3 reads `prompt_tokens`: for Anthropic that is input + cache writes + cache reads. */
+function anthropicUsage(usage: Anthropic.Usage | undefined): ChatUsage {
+  const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+  const uncached = num(usage?.input_tokens);
+  const cacheWrite = num(usage?.cache_creation_input_tokens);
+  const cacheRead = num(usage?.cache_read_input_tokens);
+  const completion = num(usage?.output_tokens);
+  const prompt = uncached + cacheWrite + cacheRead;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    cache_read_tokens: cacheRead,
+    cache_write_tokens: cacheWrite,
+    uncached_input_tokens: uncached,
+  };
+}
+
+async function anthropicChat(
+  client: AnthropicProviderClient,
+  input: ChatCompletionInput,
+  model: string,
+  prepared: PreparedMessages,
+  site: LlmCallSite,
+): Promise<ChatResult> {
+  const { system, messages } = toAnthropicRequest(prepared.messages);
+  const body: Anthropic.MessageCreateParamsNonStreaming = {
+    model,
+    max_tokens: input.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+    messages,
+    ...(system !== undefined ? { system } : {}),
+    ...(input.tools && input.tools.length > 0 ? { tools: toAnthropicTools(input.tools) } : {}),
+  };
+  let response: Anthropic.Message;
+  try {
+    response = await client.anthropic.messages.create(body, input.signal ? { signal: input.signal } : {});
+  } catch (err) {
+    throw classifyProviderError(err, site);
+  }
+  const stopReason = response.stop_reason ?? null;
+  return {
+    message: fromAnthropicResponse(response),
+    finishReason: anthropicFinishReason(stopReason),
+    rawFinishReason: stopReason,
+    refusal: null,
+    usage: anthropicUsage(response.usage),
+    model,
+    cachingEnabled: prepared.cachingEnabled,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * One non-streaming chat call. Resolves with the reply, whatever its finish reason (a refusal or truncation is for
+ * the caller to judge); rejects with an ApplicationFailure from `errors.ts`.
+ */
+export async function chatCompletion(input: ChatCompletionInput): Promise<ChatResult> {
+  const site: LlmCallSite = { provider: input.provider.id, model: input.model };
+  const model = sendAsModel(input.model, site);
+  const prepared = prepareMessages(input, model);
+  if (input.provider.kind === 'anthropic') return anthropicChat(input.provider, input, model, prepared, site);
+  return openAIChat(input.provider, input, model, prepared, site);
+}

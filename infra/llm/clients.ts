@@ -1,0 +1,82 @@
+// The official SDK clients (DESIGN.md §5), built from a provider's configuration. Retries are Temporal's job
+// (SPEC §9.2: at most 3 attempts under the activity's retry policy), so the SDKs' own retries are off, and every
+// setting comes from config.yaml and the named key variable: the SDKs never fall back to their own environment
+// variables (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OPENAI_ORG_ID, ...).
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { type CachingRoute, type ProviderConfig, type ProviderKind, providerApiKey } from './providers.js';
+
+/** Sent as the key of a keyless endpoint (`api_key_env: null`), because the OpenAI SDK requires a string. */
+export const KEYLESS_API_KEY = 'no-key';
+
+interface ProviderClientBase {
+  id: string;
+  kind: ProviderKind;
+  baseUrl: string;
+  cachingRoute: CachingRoute;
+  /** Per-request timeout of the client, milliseconds. */
+  timeoutMs: number;
+}
+export interface OpenAIProviderClient extends ProviderClientBase {
+  kind: 'openai';
+  openai: OpenAI;
+}
+export interface AnthropicProviderClient extends ProviderClientBase {
+  kind: 'anthropic';
+  anthropic: Anthropic;
+}
+export type ProviderClient = OpenAIProviderClient | AnthropicProviderClient;
+
+export interface ClientOptions {
+  /** Environment holding the API keys (default: process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Per-request timeout, milliseconds. */
+  timeoutMs: number;
+}
+
+export function createOpenAIClient(options: {
+  baseUrl: string;
+  apiKey: string | null;
+  timeoutMs: number;
+  headers?: Record<string, string>;
+}): OpenAI {
+  return new OpenAI({
+    baseURL: options.baseUrl,
+    apiKey: options.apiKey ?? KEYLESS_API_KEY,
+    organization: null,
+    project: null,
+    timeout: options.timeoutMs,
+    maxRetries: 0,
+    defaultHeaders: options.headers ?? {},
+  });
+}
+
+export function createAnthropicClient(options: {
+  baseUrl: string;
+  apiKey: string | null;
+  timeoutMs: number;
+  headers?: Record<string, string>;
+}): Anthropic {
+  return new Anthropic({
+    baseURL: options.baseUrl,
+    apiKey: options.apiKey ?? KEYLESS_API_KEY,
+    timeout: options.timeoutMs,
+    maxRetries: 0,
+    defaultHeaders: options.headers ?? {},
+  });
+}
+
+/**
+ * A client for one provider. Throws `ProviderKeyMissingError` when the provider's key variable is unset, so a
+ * missing key surfaces when the provider is used, not at start-up.
+ */
+export function createProviderClient(provider: ProviderConfig, options: ClientOptions): ProviderClient {
+  const apiKey = providerApiKey(provider, options.env ?? process.env);
+  const baseUrl = provider.baseUrl;
+  const settings = { baseUrl, apiKey, timeoutMs: options.timeoutMs, headers: provider.headers };
+  const base = { id: provider.id, baseUrl, cachingRoute: provider.cachingRoute, timeoutMs: options.timeoutMs };
+  if (provider.kind === 'anthropic') {
+    return { ...base, kind: 'anthropic', anthropic: createAnthropicClient(settings) };
+  }
+  return { ...base, kind: 'openai', openai: createOpenAIClient(settings) };
+}

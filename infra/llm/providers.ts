@@ -1,0 +1,295 @@
+// Provider configuration (DESIGN.md §5): the `providers:` section and `model.default` / `model.provider` of
+// config.yaml. SPEC §2.1 owns neither, so they are validated here, at start-up, with the same error texts
+// (`Invalid configuration: <key>: unknown key` / `...: expected <expectation>, got <value as JSON>`).
+// API keys never live in the file: a provider names the environment variable that holds its key.
+import { z } from 'zod';
+import { ConfigError } from '../../engine/config.js';
+
+export type ProviderKind = 'openai' | 'anthropic';
+/** The provider name `promptCachingState` understands (SPEC §12.1), or null when caching never applies. */
+export type CachingRoute = 'anthropic' | 'openrouter' | null;
+
+export interface ProviderConfig {
+  /** The key under `providers:` (e.g. `openai`, `local`). */
+  id: string;
+  kind: ProviderKind;
+  /** OpenAI kind: includes the `/v1` path; Anthropic kind: the host root (the SDK appends `/v1/messages`). */
+  baseUrl: string;
+  /** Environment variable holding the API key; null: the endpoint needs no key (e.g. a local Ollama). */
+  apiKeyEnv: string | null;
+  /** Extra request headers (e.g. OpenRouter's `HTTP-Referer`, `X-Title`). */
+  headers: Record<string, string>;
+  /** Models this provider serves, for `auxiliary.compression.provider: auto` (SPEC §2.3). */
+  models: string[];
+  cachingRoute: CachingRoute;
+}
+
+export interface MainModelConfig {
+  /** `model.default`: the session's main model, or null when none is configured. */
+  model: string | null;
+  /** `model.provider`, or the provider resolved for `model.default`; null when no provider is configured. */
+  provider: string | null;
+}
+
+export interface ProvidersConfig {
+  /** Configured providers in config order (well-known ids referenced elsewhere are added with defaults). */
+  providers: ReadonlyMap<string, ProviderConfig>;
+  main: MainModelConfig;
+}
+
+interface WellKnownProvider {
+  kind: ProviderKind;
+  baseUrl: string;
+  apiKeyEnv: string;
+}
+
+/** Defaults of the provider ids SPEC §4.2 names; any other id must give its `base_url`. */
+export const WELL_KNOWN_PROVIDERS: Readonly<Record<string, WellKnownProvider>> = Object.freeze({
+  openai: { kind: 'openai', baseUrl: 'https://api.openai.com/v1', apiKeyEnv: 'OPENAI_API_KEY' },
+  anthropic: { kind: 'anthropic', baseUrl: 'https://api.anthropic.com', apiKeyEnv: 'ANTHROPIC_API_KEY' },
+  openrouter: { kind: 'openai', baseUrl: 'https://openrouter.ai/api/v1', apiKeyEnv: 'OPENROUTER_API_KEY' },
+});
+
+/** Keywords of `auxiliary.compression.provider` (SPEC §2.3); they cannot name a provider. */
+const RESERVED_IDS = new Set(['auto', 'main']);
+const PROVIDER_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const URL_PATTERN = /^https?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
+const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+type PlainObject = Record<string, unknown>;
+
+function isPlainObject(value: unknown): value is PlainObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+interface FieldRule<T> {
+  allowed: string;
+  schema: z.ZodType<T>;
+}
+
+const PROVIDER_RULES = {
+  kind: { allowed: 'openai or anthropic', schema: z.enum(['openai', 'anthropic']) },
+  base_url: { allowed: 'URL string', schema: z.string().regex(URL_PATTERN) },
+  api_key_env: {
+    allowed: `null or environment variable name matching ${ENV_NAME_PATTERN.source}`,
+    schema: z.string().regex(ENV_NAME_PATTERN).nullable(),
+  },
+  headers: { allowed: 'map of string → string', schema: z.record(z.string(), z.string()) },
+  models: { allowed: 'list of non-empty strings', schema: z.array(z.string().min(1)) },
+} satisfies Record<string, FieldRule<unknown>>;
+
+type ProviderFields = { [K in keyof typeof PROVIDER_RULES]?: z.infer<(typeof PROVIDER_RULES)[K]['schema']> };
+
+function validateField<T>(key: string, rule: FieldRule<T>, value: unknown): T {
+  const parsed = rule.schema.safeParse(value);
+  if (!parsed.success) throw ConfigError.badValue(key, rule.allowed, value);
+  return parsed.data;
+}
+
+function validateProviderFields(prefix: string, section: PlainObject): ProviderFields {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(section)) {
+    const rule = Object.hasOwn(PROVIDER_RULES, key) ? PROVIDER_RULES[key as keyof typeof PROVIDER_RULES] : undefined;
+    if (!rule) throw ConfigError.unknownKey(`${prefix}.${key}`);
+    if (value === undefined) continue;
+    out[key] = validateField(`${prefix}.${key}`, rule as FieldRule<unknown>, value);
+  }
+  return out as ProviderFields;
+}
+
+function validateProviderId(id: string): void {
+  if (PROVIDER_ID_PATTERN.test(id) && !RESERVED_IDS.has(id)) return;
+  throw ConfigError.badValue(
+    `providers.${id}`,
+    `a provider id matching ${PROVIDER_ID_PATTERN.source} other than "auto" and "main"`,
+    id,
+  );
+}
+
+/** OpenRouter is recognised by id or by host, so `providers.router: {base_url: https://openrouter.ai/...}` caches too. */
+function cachingRouteOf(id: string, kind: ProviderKind, baseUrl: string): CachingRoute {
+  if (kind === 'anthropic') return 'anthropic';
+  if (id === 'openrouter' || /^https?:\/\/([^/]*\.)?openrouter\.ai(?=[:/]|$)/i.test(baseUrl)) return 'openrouter';
+  return null;
+}
+
+function buildProvider(id: string, fields: ProviderFields): ProviderConfig {
+  const known = Object.hasOwn(WELL_KNOWN_PROVIDERS, id) ? WELL_KNOWN_PROVIDERS[id] : undefined;
+  const baseUrl = fields.base_url ?? known?.baseUrl;
+  if (baseUrl === undefined) {
+    throw ConfigError.badValue(
+      `providers.${id}.base_url`,
+      'URL string (required for providers other than openai, anthropic and openrouter)',
+      null,
+    );
+  }
+  const kind = fields.kind ?? known?.kind ?? 'openai';
+  return {
+    id,
+    kind,
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    apiKeyEnv: fields.api_key_env === undefined ? (known?.apiKeyEnv ?? null) : fields.api_key_env,
+    headers: { ...(fields.headers ?? {}) },
+    models: [...(fields.models ?? [])],
+    cachingRoute: cachingRouteOf(id, kind, baseUrl),
+  };
+}
+
+/** A well-known provider id that is referenced but not listed gets its defaults. */
+export function defaultProvider(id: string): ProviderConfig | null {
+  if (!Object.hasOwn(WELL_KNOWN_PROVIDERS, id)) return null;
+  return buildProvider(id, {});
+}
+
+function parseProviderSection(raw: unknown): Map<string, ProviderConfig> {
+  const providers = new Map<string, ProviderConfig>();
+  if (raw === undefined || raw === null) return providers;
+  if (!isPlainObject(raw)) throw ConfigError.badValue('providers', 'mapping of provider id → provider settings', raw);
+  for (const [id, value] of Object.entries(raw)) {
+    validateProviderId(id);
+    const prefix = `providers.${id}`;
+    if (value !== null && value !== undefined && !isPlainObject(value)) {
+      throw ConfigError.badValue(prefix, 'mapping (or empty, for the defaults of a well-known provider)', value);
+    }
+    providers.set(id, buildProvider(id, validateProviderFields(prefix, value ?? {})));
+  }
+  return providers;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Which provider serves a model (SPEC §2.3 `auto`).
+
+function byKind(providers: ReadonlyMap<string, ProviderConfig>, kind: ProviderKind): string | null {
+  for (const provider of providers.values()) if (provider.kind === kind) return provider.id;
+  return null;
+}
+
+/** Family rule: bare `claude-*` → a native Anthropic provider; `gpt-*`/`o<n>*` → `openai`; `vendor/model` → `openrouter`. */
+function providerByModelFamily(model: string, providers: ReadonlyMap<string, ProviderConfig>): string | null {
+  const lower = model.toLowerCase();
+  if (lower.includes('/')) return providers.has('openrouter') ? 'openrouter' : null;
+  if (lower.startsWith('claude')) return byKind(providers, 'anthropic');
+  if (/^(gpt-|o\d|chatgpt-)/.test(lower)) return providers.has('openai') ? 'openai' : null;
+  return null;
+}
+
+/**
+ * The provider that serves `model` (SPEC §2.3 `auto`): the first provider whose `models` list names it
+ * (case-insensitive), else the model-family rule, else `fallback` (the main provider). Null when none applies.
+ */
+export function providerServingModel(
+  model: string,
+  providers: ReadonlyMap<string, ProviderConfig>,
+  fallback: string | null,
+): string | null {
+  const lower = model.toLowerCase();
+  for (const provider of providers.values()) {
+    if (provider.models.some((m) => m.toLowerCase() === lower)) return provider.id;
+  }
+  return providerByModelFamily(model, providers) ?? fallback;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// `model.default` / `model.provider`.
+
+const MODEL_DEFAULT_RULE: FieldRule<string | null> = {
+  allowed: 'null or non-empty string',
+  schema: z.string().min(1).nullable(),
+};
+const PROVIDER_REF_RULE: FieldRule<string | null> = {
+  allowed: 'null or non-empty string',
+  schema: z.string().min(1).nullable(),
+};
+
+function configuredIds(providers: ReadonlyMap<string, ProviderConfig>): string {
+  return providers.size === 0 ? 'none configured' : [...providers.keys()].join(', ');
+}
+
+/** A referenced provider id must be listed, or be well-known (then it is added with its defaults). */
+function requireProvider(key: string, id: string, providers: Map<string, ProviderConfig>): void {
+  if (providers.has(id)) return;
+  const implied = defaultProvider(id);
+  if (implied) {
+    providers.set(id, implied);
+    return;
+  }
+  throw ConfigError.badValue(key, `a provider id configured under providers (${configuredIds(providers)})`, id);
+}
+
+function parseMain(raw: PlainObject, providers: Map<string, ProviderConfig>): MainModelConfig {
+  const section = isPlainObject(raw.model) ? raw.model : {};
+  const model =
+    section.default === undefined ? null : validateField('model.default', MODEL_DEFAULT_RULE, section.default);
+  const explicit =
+    section.provider === undefined ? null : validateField('model.provider', PROVIDER_REF_RULE, section.provider);
+  if (explicit !== null) {
+    requireProvider('model.provider', explicit, providers);
+    return { model, provider: explicit };
+  }
+  const onlyOne = providers.size === 1 ? ([...providers.keys()][0] ?? null) : null;
+  if (model === null) return { model, provider: onlyOne };
+  const served = providerServingModel(model, providers, onlyOne);
+  if (served === null && providers.size > 1) {
+    throw ConfigError.badValue(
+      'model.provider',
+      `a provider id configured under providers (${configuredIds(providers)}); required when several providers are configured and none is known to serve '${model}'`,
+      null,
+    );
+  }
+  return { model, provider: served };
+}
+
+/** `auxiliary.compression.provider` naming a well-known id adds that provider too (SPEC §2.3). */
+function addAuxiliaryProvider(raw: PlainObject, providers: Map<string, ProviderConfig>): void {
+  const auxiliary = isPlainObject(raw.auxiliary) ? raw.auxiliary : {};
+  const compression = isPlainObject(auxiliary.compression) ? auxiliary.compression : {};
+  const id = compression.provider;
+  if (typeof id !== 'string' || RESERVED_IDS.has(id) || providers.has(id)) return;
+  const implied = defaultProvider(id);
+  if (implied) providers.set(id, implied);
+}
+
+/**
+ * Validates `providers:` and `model.default` / `model.provider` of the raw config.yaml (LoadedConfig.raw).
+ * Throws `ConfigError` naming the first offending key.
+ */
+export function parseProvidersConfig(raw: Record<string, unknown> | null | undefined): ProvidersConfig {
+  const root: PlainObject = isPlainObject(raw) ? raw : {};
+  const providers = parseProviderSection(root.providers);
+  const main = parseMain(root, providers);
+  addAuxiliaryProvider(root, providers);
+  return { providers, main };
+}
+
+/** A configured provider by id; a well-known id that is not listed gets its defaults; null otherwise. */
+export function providerById(config: ProvidersConfig, id: string | null): ProviderConfig | null {
+  if (id === null) return null;
+  return config.providers.get(id) ?? defaultProvider(id);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// API keys (read from the environment when a provider is used).
+
+export class ProviderKeyMissingError extends Error {
+  readonly providerId: string;
+  readonly envName: string;
+  constructor(providerId: string, envName: string) {
+    super(
+      `Provider '${providerId}' needs an API key: environment variable ${envName} is not set (providers.${providerId}.api_key_env).`,
+    );
+    this.name = 'ProviderKeyMissingError';
+    this.providerId = providerId;
+    this.envName = envName;
+  }
+}
+
+/** The provider's API key from `env`; null for keyless providers; throws when the variable is unset or empty. */
+export function providerApiKey(
+  provider: ProviderConfig,
+  env: Readonly<Record<string, string | undefined>>,
+): string | null {
+  if (provider.apiKeyEnv === null) return null;
+  const key = env[provider.apiKeyEnv];
+  if (typeof key !== 'string' || key.trim() === '') throw new ProviderKeyMissingError(provider.id, provider.apiKeyEnv);
+  return key;
+}

@@ -1,0 +1,90 @@
+// Prometheus metrics (DESIGN.md §6 `/metrics`), one registry per process. Compaction counts and tokens saved are
+// read from PostgreSQL at scrape time (so they are right whichever process ran the compaction); phase durations and
+// search latency are measured where they happen.
+import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from '../db/schema.js';
+
+export interface Metrics {
+  registry: Registry;
+  phaseDuration: Histogram<'activity' | 'outcome'>;
+  searchDuration: Histogram<'path'>;
+  httpRequests: Counter<'route' | 'status'>;
+}
+
+export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?: boolean } = {}): Metrics {
+  const registry = new Registry();
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'dctx_process_' });
+  const phaseDuration = new Histogram({
+    name: 'dctx_activity_duration_seconds',
+    help: 'Duration of worker activities (compaction phases, store operations) by activity and outcome',
+    labelNames: ['activity', 'outcome'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [registry],
+  });
+  const searchDuration = new Histogram({
+    name: 'dctx_search_duration_seconds',
+    help: 'Search latency by path (latin, cjk, none)',
+    labelNames: ['path'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const httpRequests = new Counter({
+    name: 'dctx_http_requests_total',
+    help: 'HTTP requests by route and status code',
+    labelNames: ['route', 'status'] as const,
+    registers: [registry],
+  });
+  const db = options.db;
+  if (db) {
+    const compactions = new Gauge({
+      name: 'dctx_compactions',
+      help: 'Compactions recorded, by trigger and status (all tenants)',
+      labelNames: ['trigger', 'status'] as const,
+      registers: [registry],
+      async collect() {
+        const rows = await sql<{ trigger: string; status: string; n: string }>`
+          SELECT "trigger", status, count(*) AS n FROM compactions GROUP BY 1, 2`.execute(db);
+        this.reset();
+        for (const r of rows.rows) this.set({ trigger: r.trigger, status: r.status }, Number(r.n));
+      },
+    });
+    const saved = new Gauge({
+      name: 'dctx_compaction_tokens_saved',
+      help: 'Estimated tokens removed from live transcripts by committed compactions (tokensBefore - tokensAfter)',
+      registers: [registry],
+      async collect() {
+        const rows = await sql<{ saved: string | null }>`
+          SELECT sum((stats ->> 'tokensBefore')::bigint - (stats ->> 'tokensAfter')::bigint) AS saved
+          FROM compactions WHERE status IN ('committed', 'fallback')`.execute(db);
+        this.set(Number(rows.rows[0]?.saved ?? 0));
+      },
+    });
+    void compactions;
+    void saved;
+  }
+  return { registry, phaseDuration, searchDuration, httpRequests };
+}
+
+/** Wraps every activity so its duration lands in `dctx_activity_duration_seconds`. */
+export function timeActivities<T extends Record<string, (...args: any[]) => Promise<unknown>>>(
+  activities: T,
+  histogram: Metrics['phaseDuration'],
+): T {
+  const timed: Record<string, (...args: any[]) => Promise<unknown>> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    timed[name] = async (...args: any[]) => {
+      const end = histogram.startTimer({ activity: name });
+      try {
+        const result = await fn(...args);
+        end({ outcome: 'ok' });
+        return result;
+      } catch (err) {
+        end({ outcome: 'error' });
+        throw err;
+      }
+    };
+  }
+  return timed as T;
+}

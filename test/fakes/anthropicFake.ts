@@ -1,0 +1,141 @@
+// A fake Anthropic Messages server (DESIGN.md §5) for the real `@anthropic-ai/sdk`: POST /v1/messages,
+// non-streaming, with Anthropic's message and error JSON (`{type: 'error', error: {type, message}}`). Scripted per
+// test, records every request.
+import { type FakeServer, type RecordedRequest, startFakeServer, type WireResponse } from './fakeServer.js';
+import type { ErrorStep, FakeStep, ReplyStep } from './script.js';
+
+export interface AnthropicFake extends FakeServer {
+  /** The SDK's `baseURL` (the SDK appends `/v1/messages`). */
+  readonly baseURL: string;
+  messageRequests(): RecordedRequest[];
+}
+
+export interface AnthropicFakeOptions {
+  /** When set, a request without this key (`Authorization: Bearer` or `x-api-key`) gets a 401. */
+  expectedApiKey?: string;
+}
+
+export const ANTHROPIC_DEFAULT_USAGE = {
+  input_tokens: 1_000,
+  output_tokens: 90,
+  cache_creation_input_tokens: 0,
+  cache_read_input_tokens: 0,
+  service_tier: 'standard',
+};
+
+const DEFAULT_ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  408: 'timeout_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  529: 'overloaded_error',
+};
+
+let counter = 0;
+
+function errorResponse(status: number, message: string, type?: string, headers: Record<string, string> = {}) {
+  counter += 1;
+  const requestId = `req_fake_${counter}`;
+  return {
+    status,
+    headers: { 'request-id': requestId, ...headers },
+    body: {
+      type: 'error',
+      error: { type: type ?? DEFAULT_ERROR_TYPES[status] ?? 'api_error', message },
+      request_id: requestId,
+    },
+  };
+}
+
+function fromErrorStep(step: ErrorStep): WireResponse {
+  return errorResponse(step.status, step.message ?? `error ${step.status}`, step.type, step.headers);
+}
+
+const STOP_REASONS: Readonly<Record<NonNullable<ReplyStep['stop']>, string>> = {
+  stop: 'end_turn',
+  tool_calls: 'tool_use',
+  truncated: 'max_tokens',
+  refusal: 'refusal',
+  content_filter: 'refusal',
+};
+
+function fromReplyStep(step: ReplyStep, model: string): WireResponse {
+  const content: Record<string, unknown>[] = [];
+  if (step.text) content.push({ type: 'text', text: step.text, citations: null });
+  for (const call of step.toolCalls ?? []) {
+    content.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input, caller: { type: 'direct' } });
+  }
+  const stop = step.stop ?? ((step.toolCalls ?? []).length > 0 ? 'tool_calls' : 'stop');
+  counter += 1;
+  return {
+    status: 200,
+    headers: { 'request-id': `req_fake_${counter}` },
+    body: {
+      id: `msg_fake_${counter}`,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content,
+      stop_reason: STOP_REASONS[stop],
+      stop_sequence: null,
+      usage: step.usage ?? ANTHROPIC_DEFAULT_USAGE,
+    },
+  };
+}
+
+function presentedKey(request: RecordedRequest): string | undefined {
+  const bearer = request.headers.authorization;
+  if (bearer?.startsWith('Bearer ')) return bearer.slice('Bearer '.length);
+  return request.headers['x-api-key'];
+}
+
+function validationError(request: RecordedRequest, options: AnthropicFakeOptions): WireResponse | null {
+  if (request.method !== 'POST' || request.path !== '/v1/messages') {
+    return errorResponse(404, `Not found: ${request.method} ${request.path}`);
+  }
+  if (options.expectedApiKey !== undefined && presentedKey(request) !== options.expectedApiKey) {
+    return errorResponse(401, 'invalid x-api-key');
+  }
+  if (!request.headers['anthropic-version']) return errorResponse(400, 'anthropic-version: header is required');
+  const body = request.body as Record<string, unknown> | null;
+  if (!body || typeof body.model !== 'string') return errorResponse(400, 'model: Field required');
+  if (typeof body.max_tokens !== 'number') return errorResponse(400, 'max_tokens: Field required');
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    return errorResponse(400, 'messages: at least one message is required');
+  }
+  return null;
+}
+
+function respond(step: FakeStep | undefined, model: string): WireResponse | { hangMs: number | null } {
+  if (!step) return errorResponse(500, 'anthropic fake: no scripted response left');
+  switch (step.kind) {
+    case 'reply':
+      return fromReplyStep(step, model);
+    case 'error':
+      return fromErrorStep(step);
+    case 'context_too_long':
+      return errorResponse(400, 'prompt is too long: 212345 tokens > 200000 maximum', 'invalid_request_error');
+    case 'hang':
+      return { hangMs: step.ms ?? null };
+    case 'raw':
+      return { status: step.status, body: step.body, headers: step.headers ?? {} };
+  }
+}
+
+export async function startAnthropicFake(options: AnthropicFakeOptions = {}): Promise<AnthropicFake> {
+  const server = await startFakeServer((request, nextStep) => {
+    const invalid = validationError(request, options);
+    if (invalid) return invalid;
+    return respond(nextStep(), String((request.body as { model: string }).model));
+  });
+  return {
+    ...server,
+    baseURL: server.origin,
+    messageRequests: () => server.requests.filter((r) => r.path === '/v1/messages'),
+  };
+}

@@ -1,0 +1,120 @@
+// The HTTP core of the fake LLM servers: node:http on 127.0.0.1:0, a queue of scripted steps, and a record of
+// every request (method, path, lower-cased headers, parsed JSON body) so tests can assert what went on the wire.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FakeStep } from './script.js';
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: any;
+}
+
+export interface WireResponse {
+  status: number;
+  headers?: Record<string, string>;
+  body: unknown;
+}
+
+/** What a fake does with one request: answer (a wire response) or hang. `nextStep` takes the next scripted step
+ *  (a request the fake rejects by itself, e.g. without a valid key, leaves the queue alone). */
+export type Handler = (
+  request: RecordedRequest,
+  nextStep: () => FakeStep | undefined,
+) => WireResponse | { hangMs: number | null };
+
+export interface FakeServer {
+  /** `http://127.0.0.1:<port>` (no trailing slash). */
+  readonly origin: string;
+  readonly requests: RecordedRequest[];
+  /** Appends steps to the queue; each request takes the next one. */
+  enqueue(...steps: FakeStep[]): void;
+  /** Steps not yet consumed. */
+  pending(): number;
+  close(): Promise<void>;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function lowerCaseHeaders(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+function parseJson(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function send(res: ServerResponse, response: WireResponse): void {
+  const body = JSON.stringify(response.body);
+  res.writeHead(response.status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...(response.headers ?? {}),
+  });
+  res.end(body);
+}
+
+export async function startFakeServer(handler: Handler): Promise<FakeServer> {
+  const queue: FakeStep[] = [];
+  const requests: RecordedRequest[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const text = await readBody(req);
+      const recorded: RecordedRequest = {
+        method: req.method ?? 'GET',
+        path: (req.url ?? '/').split('?')[0] ?? '/',
+        headers: lowerCaseHeaders(req),
+        body: parseJson(text),
+      };
+      requests.push(recorded);
+      const outcome = handler(recorded, () => queue.shift());
+      if ('hangMs' in outcome) {
+        if (outcome.hangMs === null) return;
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          if (!res.writableEnded && !res.destroyed) res.destroy();
+        }, outcome.hangMs);
+        timers.add(timer);
+        return;
+      }
+      send(res, outcome);
+    })();
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    requests,
+    enqueue: (...steps) => {
+      queue.push(...steps);
+    },
+    pending: () => queue.length,
+    close: async () => {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

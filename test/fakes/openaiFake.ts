@@ -1,0 +1,137 @@
+// A fake OpenAI chat-completions server (DESIGN.md §5) for the real `openai` SDK: POST /v1/chat/completions,
+// non-streaming, with OpenAI's response and error JSON. Scripted per test, records every request.
+import { type FakeServer, type RecordedRequest, startFakeServer, type WireResponse } from './fakeServer.js';
+import type { ErrorStep, FakeStep, ReplyStep } from './script.js';
+
+export interface OpenAIFake extends FakeServer {
+  /** The SDK's `baseURL`: `<origin>/v1`. */
+  readonly baseURL: string;
+  /** The recorded chat-completion requests only. */
+  chatRequests(): RecordedRequest[];
+}
+
+export interface OpenAIFakeOptions {
+  /** When set, a request without `Authorization: Bearer <key>` gets OpenAI's 401 (and leaves the queue alone). */
+  expectedApiKey?: string;
+}
+
+export const OPENAI_DEFAULT_USAGE = {
+  prompt_tokens: 1_200,
+  completion_tokens: 80,
+  total_tokens: 1_280,
+  prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+  completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 },
+};
+
+const DEFAULT_ERROR_TYPES: Readonly<Record<number, { type: string; code: string | null }>> = {
+  400: { type: 'invalid_request_error', code: null },
+  401: { type: 'invalid_request_error', code: 'invalid_api_key' },
+  402: { type: 'insufficient_quota', code: 'insufficient_quota' },
+  403: { type: 'invalid_request_error', code: 'unsupported_country_region_territory' },
+  404: { type: 'invalid_request_error', code: 'model_not_found' },
+  408: { type: 'timeout', code: null },
+  429: { type: 'requests', code: 'rate_limit_exceeded' },
+};
+
+function errorResponse(status: number, message: string, type?: string, code?: string | null, headers = {}) {
+  const defaults = DEFAULT_ERROR_TYPES[status] ?? { type: 'server_error', code: null };
+  return {
+    status,
+    headers,
+    body: { error: { message, type: type ?? defaults.type, param: null, code: code ?? defaults.code } },
+  };
+}
+
+function fromErrorStep(step: ErrorStep): WireResponse {
+  return errorResponse(step.status, step.message ?? `error ${step.status}`, step.type, step.code, step.headers);
+}
+
+const FINISH_REASONS: Readonly<Record<NonNullable<ReplyStep['stop']>, string>> = {
+  stop: 'stop',
+  tool_calls: 'tool_calls',
+  truncated: 'length',
+  refusal: 'stop',
+  content_filter: 'content_filter',
+};
+
+let completionCounter = 0;
+
+function fromReplyStep(step: ReplyStep, model: string): WireResponse {
+  const toolCalls = (step.toolCalls ?? []).map((call) => ({
+    id: call.id,
+    type: 'function',
+    function: { name: call.name, arguments: JSON.stringify(call.input) },
+  }));
+  const message: Record<string, unknown> = {
+    role: 'assistant',
+    content: step.text,
+    refusal: step.refusal ?? null,
+    annotations: [],
+  };
+  if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  const stop = step.stop ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop');
+  completionCounter += 1;
+  return {
+    status: 200,
+    headers: { 'x-request-id': `req_fake_${completionCounter}` },
+    body: {
+      id: `chatcmpl-fake-${completionCounter}`,
+      object: 'chat.completion',
+      created: 1_760_000_000,
+      model,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: FINISH_REASONS[stop] }],
+      usage: step.usage ?? OPENAI_DEFAULT_USAGE,
+      service_tier: 'default',
+      system_fingerprint: 'fp_fake',
+    },
+  };
+}
+
+function validationError(request: RecordedRequest, options: OpenAIFakeOptions): WireResponse | null {
+  if (request.method !== 'POST' || request.path !== '/v1/chat/completions') {
+    return errorResponse(404, `Invalid URL (${request.method} ${request.path})`, 'invalid_request_error', null);
+  }
+  if (options.expectedApiKey !== undefined && request.headers.authorization !== `Bearer ${options.expectedApiKey}`) {
+    return errorResponse(401, 'Incorrect API key provided.', undefined, undefined);
+  }
+  const body = request.body as Record<string, unknown> | null;
+  if (!body || typeof body.model !== 'string') return errorResponse(400, 'you must provide a model parameter');
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    return errorResponse(400, "Invalid 'messages': empty array.");
+  }
+  return null;
+}
+
+function respond(step: FakeStep | undefined, model: string): WireResponse | { hangMs: number | null } {
+  if (!step) return errorResponse(500, 'openai fake: no scripted response left', 'server_error', null);
+  switch (step.kind) {
+    case 'reply':
+      return fromReplyStep(step, model);
+    case 'error':
+      return fromErrorStep(step);
+    case 'context_too_long':
+      return errorResponse(
+        400,
+        "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.",
+        'invalid_request_error',
+        'context_length_exceeded',
+      );
+    case 'hang':
+      return { hangMs: step.ms ?? null };
+    case 'raw':
+      return { status: step.status, body: step.body, headers: step.headers ?? {} };
+  }
+}
+
+export async function startOpenAIFake(options: OpenAIFakeOptions = {}): Promise<OpenAIFake> {
+  const server = await startFakeServer((request, nextStep) => {
+    const invalid = validationError(request, options);
+    if (invalid) return invalid;
+    return respond(nextStep(), String((request.body as { model: string }).model));
+  });
+  return {
+    ...server,
+    baseURL: `${server.origin}/v1`,
+    chatRequests: () => server.requests.filter((r) => r.path === '/v1/chat/completions'),
+  };
+}

@@ -1,0 +1,99 @@
+// Provider-neutral scripts for the fake LLM servers (DESIGN.md §5): each fake turns a step into its own real wire
+// format (OpenAI chat completions or Anthropic Messages, including each API's error JSON).
+
+export interface FakeToolCall {
+  id: string;
+  name: string;
+  /** The call's input; the OpenAI fake sends it as a JSON string, the Anthropic fake as an object. */
+  input: Record<string, unknown>;
+}
+
+export interface ReplyStep {
+  kind: 'reply';
+  /** Assistant text; null or '' for none. */
+  text: string | null;
+  toolCalls?: FakeToolCall[];
+  /** Neutral stop reason; each fake maps it (`truncated` → `length` / `max_tokens`, ...). */
+  stop?: 'stop' | 'tool_calls' | 'truncated' | 'refusal' | 'content_filter';
+  /** OpenAI `message.refusal` text (the Anthropic fake uses stop_reason `refusal`). */
+  refusal?: string;
+  /** Usage object sent verbatim, in the fake's own wire format; each fake has a default. */
+  usage?: Record<string, unknown>;
+}
+
+export interface ErrorStep {
+  kind: 'error';
+  status: number;
+  /** Provider error type (e.g. `rate_limit_error`); each fake picks its default for the status. */
+  type?: string;
+  /** OpenAI error `code` (e.g. `context_length_exceeded`, `insufficient_quota`). */
+  code?: string;
+  message?: string;
+  headers?: Record<string, string>;
+}
+
+/** Accept the request and never answer (until `ms` passes or the server closes). */
+export interface HangStep {
+  kind: 'hang';
+  ms?: number;
+}
+
+/** Any status and body, sent as given (for shapes the other steps do not cover). */
+export interface RawStep {
+  kind: 'raw';
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/** HTTP 400 with the provider's own "prompt too long" error (OpenAI `context_length_exceeded`, Anthropic
+ *  `invalid_request_error` "prompt is too long"). */
+export interface ContextTooLongStep {
+  kind: 'context_too_long';
+}
+
+export type FakeStep = ReplyStep | ErrorStep | HangStep | RawStep | ContextTooLongStep;
+
+export function reply(text: string, options: Partial<Omit<ReplyStep, 'kind' | 'text'>> = {}): ReplyStep {
+  return { kind: 'reply', text, ...options };
+}
+
+export function toolCallsReply(toolCalls: FakeToolCall[], text: string | null = null): ReplyStep {
+  return { kind: 'reply', text, toolCalls, stop: 'tool_calls' };
+}
+
+export function emptyReply(): ReplyStep {
+  return { kind: 'reply', text: '' };
+}
+
+export function refusalReply(): ReplyStep {
+  return { kind: 'reply', text: null, stop: 'refusal', refusal: "I'm sorry, I can't help with that." };
+}
+
+export function truncatedReply(text = '## Goal\nThe user wants'): ReplyStep {
+  return { kind: 'reply', text, stop: 'truncated' };
+}
+
+export function rateLimited(headers: Record<string, string> = { 'retry-after': '7' }): ErrorStep {
+  return { kind: 'error', status: 429, message: 'Rate limit reached; please retry later.', headers };
+}
+
+export function serverError(status = 500): ErrorStep {
+  return { kind: 'error', status, message: 'The server had an error while processing your request.' };
+}
+
+export function unauthorized(): ErrorStep {
+  return { kind: 'error', status: 401, message: 'Incorrect API key provided.' };
+}
+
+export function httpError(status: number, message = `error ${status}`, extra: Partial<ErrorStep> = {}): ErrorStep {
+  return { kind: 'error', status, message, ...extra };
+}
+
+export function contextTooLong(): ContextTooLongStep {
+  return { kind: 'context_too_long' };
+}
+
+export function hang(ms?: number): HangStep {
+  return ms === undefined ? { kind: 'hang' } : { kind: 'hang', ms };
+}

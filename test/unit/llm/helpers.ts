@@ -1,0 +1,45 @@
+// Builders for the llm tests: provider configurations pointing at the fake servers, and failure assertions.
+import { ApplicationFailure } from '@temporalio/common';
+import { expect } from 'vitest';
+import { createProviderClient, type ProviderClient } from '../../../infra/llm/clients.js';
+import type { CachingRoute, ProviderConfig, ProviderKind } from '../../../infra/llm/providers.js';
+
+export const TEST_KEY = 'sk-test-key';
+
+export function providerConfig(
+  id: string,
+  kind: ProviderKind,
+  baseUrl: string,
+  extra: Partial<ProviderConfig> = {},
+): ProviderConfig {
+  const cachingRoute: CachingRoute = kind === 'anthropic' ? 'anthropic' : id === 'openrouter' ? 'openrouter' : null;
+  return { id, kind, baseUrl, apiKeyEnv: 'TEST_LLM_KEY', headers: {}, models: [], cachingRoute, ...extra };
+}
+
+export function clientFor(
+  id: string,
+  kind: ProviderKind,
+  baseUrl: string,
+  options: { timeoutMs?: number; extra?: Partial<ProviderConfig> } = {},
+): ProviderClient {
+  return createProviderClient(providerConfig(id, kind, baseUrl, options.extra), {
+    env: { TEST_LLM_KEY: TEST_KEY },
+    timeoutMs: options.timeoutMs ?? 5_000,
+  });
+}
+
+/** Awaits a rejection and returns it as an ApplicationFailure (failing the test otherwise). */
+export async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    return err as ApplicationFailure;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** Number of cache_control markers anywhere in a JSON value. */
+export function markerCount(value: unknown): number {
+  return JSON.stringify(value).split('"cache_control"').length - 1;
+}

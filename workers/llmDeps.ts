@@ -1,0 +1,35 @@
+// The LLM side of the worker's dependencies from config.yaml (DESIGN.md §5): the configured providers for the agent
+// turn, and a summarizer per (main model, provider), resolved once and reused (SPEC §2.3: the summary model defaults
+// to the session's main model). With no provider configured, compaction uses the fallback summary and says so.
+import type { ActivityDeps } from '../activities/index.js';
+import type { Summarizer } from '../engine/index.js';
+import type { LoadedConfig } from '../infra/config/loadConfig.js';
+import { parseProvidersConfig } from '../infra/llm/providers.js';
+import { createSummarizer } from '../infra/llm/summarizer.js';
+
+export type LlmDeps = Pick<ActivityDeps, 'providers' | 'summarizerFor' | 'cacheTtl' | 'env'> & {
+  /** True when at least one provider is configured (summaries and chat backend mode available). */
+  configured: boolean;
+};
+
+export function llmDepsFromConfig(
+  config: LoadedConfig,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  log: (message: string) => void = (m) => console.warn(m),
+): LlmDeps {
+  const providers = parseProvidersConfig(config.raw);
+  const cache = new Map<string, Summarizer | null>();
+  return {
+    providers,
+    cacheTtl: config.promptCaching.cacheTtl,
+    env,
+    configured: providers.providers.size > 0 || config.auxiliary.baseUrl !== null,
+    summarizerFor: ({ model, provider }) => {
+      const key = `${provider ?? ''}\u0000${model ?? ''}`;
+      if (!cache.has(key)) {
+        cache.set(key, createSummarizer({ config, mainModel: model, mainProvider: provider, env, log }));
+      }
+      return cache.get(key) ?? null;
+    },
+  };
+}
