@@ -14,7 +14,7 @@ import { resolveTenantCompressionConfig } from '../infra/config/tenantPolicy.js'
 import { appendMessages, loadTranscript, transcriptTotals } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
 import { createSession, getSession, listConversationSessions, newestDescendant } from '../infra/db/sessions.js';
-import { getTenantMarker, getTenantPolicy, setTenantMarker } from '../infra/db/tenants.js';
+import { claimTenantMarker, getTenantPolicy } from '../infra/db/tenants.js';
 
 export interface ConversationActivityDeps {
   db: Kysely<Database>;
@@ -147,16 +147,18 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
       contextLength: number;
       config: CompressionConfig;
     }): Promise<string | null> {
-      const storedMarker = (await getTenantMarker(db, input.tenantId, CODEX_AUTORAISE_NOTICE_MARKER)) ?? null;
+      // Decide whether the notice applies at all, then claim the marker atomically: only the caller that changes it
+      // shows the notice (two conversations starting together must not both show it).
       const decision = codexAutoraiseNotice({
         model: input.model,
         ...(input.provider ? { provider: input.provider } : {}),
         contextLength: input.contextLength,
         config: input.config,
-        storedMarker,
+        storedMarker: null,
       });
       if (!decision.show || !decision.markerValue) return null;
-      await setTenantMarker(db, input.tenantId, CODEX_AUTORAISE_NOTICE_MARKER, decision.markerValue);
+      const claimed = await claimTenantMarker(db, input.tenantId, CODEX_AUTORAISE_NOTICE_MARKER, decision.markerValue);
+      if (!claimed) return null;
       return decision.text ?? null;
     },
   };

@@ -24,5 +24,10 @@ export function createDb(options: DbOptions): Kysely<Database> {
           : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
     },
   });
+  // An idle pooled connection can be closed by the server (restart, failover, a dropped database); the pool then
+  // discards it and opens a new one. Without a listener that 'error' event would crash the process.
+  pool.on('error', (err) => {
+    console.warn(`PostgreSQL pool: idle connection closed (${err.message})`);
+  });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }

@@ -108,3 +108,30 @@ export function setTenantMarker(db: Kysely<Database>, tenantId: string, key: str
       .execute();
   });
 }
+
+/**
+ * Sets the marker to `value` unless it already holds it; true only for the one caller that changed it. Concurrent
+ * callers are serialised on the row, so a one-time notice (SPEC §4.5) is shown once even when two conversations of
+ * the tenant start at the same moment.
+ */
+export function claimTenantMarker(
+  db: Kysely<Database>,
+  tenantId: string,
+  key: string,
+  value: string,
+): Promise<boolean> {
+  return withTenantWrite(db, tenantId, async (tx) => {
+    const row = await tx
+      .insertInto('tenant_markers')
+      .values({ tenant_id: tenantId, key, value })
+      .onConflict((oc) =>
+        oc
+          .columns(['tenant_id', 'key'])
+          .doUpdateSet({ value, updated_at: sql`now()` })
+          .where('tenant_markers.value', 'is distinct from', value),
+      )
+      .returning('key')
+      .executeTakeFirst();
+    return row !== undefined;
+  });
+}

@@ -310,12 +310,17 @@ describe('model switching (SPEC §4.5, §4.6)', () => {
   it('the gpt-5.5 Codex autoraise notice is shown once per tenant and persisted', async () => {
     const t = await tenant();
     const codex = { model: 'gpt-5.5', provider: 'openai-codex' };
-    await stack.client.submit(t, randomUUID(), batch([{ role: 'user', content: 'hi' }]), codex);
-    const convA = randomUUID();
-    await stack.client.submit(t, convA, batch([{ role: 'user', content: 'hi' }]), codex);
-    const a = await stack.client.sync(t, convA);
-    expect(a.thresholdTokens).toBe(231_200);
-    // The first conversation showed it; the second (same tenant) does not repeat it.
+    // Three conversations of one tenant start at the same moment: exactly one shows the notice.
+    const convs = [randomUUID(), randomUUID(), randomUUID()];
+    await Promise.all(convs.map((c) => stack.client.submit(t, c, batch([{ role: 'user', content: 'hi' }]), codex)));
+    const statuses = await Promise.all(convs.map((c) => stack.client.sync(t, c)));
+    expect(statuses[0]!.thresholdTokens).toBe(231_200);
+    const shown = statuses.flatMap((s) => s.notices.filter((n) => n.startsWith('Compression for gpt-5.5 on Codex')));
+    expect(shown).toHaveLength(1);
+    // A later conversation of the same tenant does not repeat it.
+    const later = randomUUID();
+    await stack.client.submit(t, later, batch([{ role: 'user', content: 'hi' }]), codex);
+    const a = await stack.client.sync(t, later);
     expect(a.notices.filter((n) => n.startsWith('Compression for gpt-5.5 on Codex'))).toHaveLength(0);
     expect(await getTenantMarker(testDb.db, t, 'codex_gpt55_autoraise_notice')).toBe('231200');
     const other = await tenant();
