@@ -58,6 +58,8 @@ export interface MessagesTable {
   token_estimate: Generated<number>;
   indexed_text: ColumnType<string, never, never>;
   search_tsv: ColumnType<string, never, never>;
+  /** CJK unigrams and bigrams of indexed_text (migrations/0002): prefilter of the 1–2-character CJK search. */
+  cjk_grams: ColumnType<string[], never, never>;
 }
 
 export interface CompactionsTable {
@@ -86,6 +88,8 @@ export interface CompactionsTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   completed_at: NullableTimestamp;
+  cache_rewrite_tokens: number | null;
+  cache_recovery_turns: number | null;
 }
 
 export interface EventsTable {
@@ -98,7 +102,27 @@ export interface EventsTable {
   created_at: Timestamp;
 }
 
+export interface TurnsTable {
+  tenant_id: string;
+  id: string;
+  session_id: string;
+  conversation_id: string;
+  model: string;
+  provider: string | null;
+  message_id: number | null;
+  finish_reason: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  uncached_input_tokens: number;
+  caching_enabled: boolean;
+  after_compaction_id: string | null;
+  created_at: Timestamp;
+}
+
 export interface Database {
+  turns: TurnsTable;
   tenants: TenantsTable;
   tenant_markers: TenantMarkersTable;
   sessions: SessionsTable;

@@ -13,8 +13,8 @@ export async function withTenant<T>(
 ): Promise<T> {
   if (!tenantId) throw new Error('withTenant: tenantId is required');
   return db.transaction().execute(async (tx) => {
-    await sql`SET LOCAL ROLE dc_tenant`.execute(tx);
-    await sql`SELECT set_config('app.tenant_id', ${tenantId}, true)`.execute(tx);
+    // One round trip: `role` is a setting too (SET LOCAL ROLE), both local to this transaction.
+    await sql`SELECT set_config('role', 'dc_tenant', true), set_config('app.tenant_id', ${tenantId}, true)`.execute(tx);
     return fn(tx);
   });
 }

@@ -1,9 +1,13 @@
 // Ordered, never-edited migrations, listed statically so they also work from a bundle (no directory scan).
 import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as m0001 from './0001_initial.js';
+import * as m0002 from './0002_search.js';
+import * as m0004 from './0004_turns.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
+  '0002_search': m0002,
+  '0004_turns': m0004,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,98 @@
+// Snippets (SPEC §14.7): the CJK formula on code points, and the Latin 40-word excerpt.
+import { describe, expect, it } from 'vitest';
+import type { SearchTerm } from '../../../infra/db/searchQuery.js';
+import { cjkSnippet, latinSnippet } from '../../../infra/db/searchSnippet.js';
+
+const term = (text: string, prefix = false): SearchTerm => ({ text, phrase: false, prefix });
+
+describe('cjkSnippet', () => {
+  it('the §14.7 example', () => {
+    expect(cjkSnippet('我们去大别山旅游', [term('大别山')])).toBe('我们去>>>大别山<<<旅游');
+  });
+
+  it('start = max(0, pos - 40), end = min(L, max(start + 120, pos + len)), ... on cut sides', () => {
+    const text = `${'a'.repeat(100)}大别山${'b'.repeat(200)}`;
+    // pos 100, start 60, end max(180, 103) = 180
+    expect(cjkSnippet(text, [term('大别山')])).toBe(`...${'a'.repeat(40)}>>>大别山<<<${'b'.repeat(77)}...`);
+  });
+
+  it('a match near the start keeps 120 characters from the start', () => {
+    const text = `x大别山${'y'.repeat(300)}`;
+    expect(cjkSnippet(text, [term('大别山')])).toBe(`x>>>大别山<<<${'y'.repeat(116)}...`);
+  });
+
+  it('a match longer than the window extends the end to the end of the match', () => {
+    const long = '長'.repeat(150);
+    const text = `${'z'.repeat(50)}${long}${'z'.repeat(10)}`;
+    expect(cjkSnippet(text, [term(long)])).toBe(`...${'z'.repeat(40)}>>>${long}<<<...`);
+  });
+
+  it('counts code points, not UTF-16 units (extension B)', () => {
+    const text = `${'𠀀'.repeat(50)}目標${'𠀁'.repeat(5)}`;
+    expect(cjkSnippet(text, [term('目標')])).toBe(`...${'𠀀'.repeat(40)}>>>目標<<<${'𠀁'.repeat(5)}`);
+  });
+
+  it('case-insensitive, original casing kept', () => {
+    expect(cjkSnippet('Agent通信协议', [term('agent通信')])).toBe('>>>Agent通信<<<协议');
+  });
+
+  it('the first positive term (in query order) that occurs', () => {
+    expect(cjkSnippet('桂林山水 广西', [term('漓江'), term('广西'), term('桂林')])).toBe('桂林山水 >>>广西<<<');
+  });
+
+  it('no term occurs: the first 120 characters, ... when longer', () => {
+    expect(cjkSnippet('短い', [term('无')])).toBe('短い');
+    expect(cjkSnippet('字'.repeat(130), [term('无')])).toBe(`${'字'.repeat(120)}...`);
+  });
+});
+
+describe('latinSnippet', () => {
+  it('wraps every matched word, keeping its casing; whole short text without ...', () => {
+    expect(latinSnippet('Deploy the service, then deploy again', [term('deploy')])).toBe(
+      '>>>Deploy<<< the service, then >>>deploy<<< again',
+    );
+  });
+
+  it('prefix terms wrap words starting with the prefix', () => {
+    expect(latinSnippet('deployment deployed redeploy', [term('deploy', true)])).toBe(
+      '>>>deployment<<< >>>deployed<<< redeploy',
+    );
+  });
+
+  it('phrase and compound terms wrap their words', () => {
+    const terms: SearchTerm[] = [{ text: 'cursor.rs', phrase: true, prefix: false }];
+    expect(latinSnippet('panic in src/cursor.rs at line 42', terms)).toBe(
+      'panic in src/>>>cursor<<<.>>>rs<<< at line 42',
+    );
+  });
+
+  it('at most 40 words around the best match, ... on the cut sides', () => {
+    const words = Array.from({ length: 200 }, (_, i) => `w${i}`);
+    words[120] = 'needle';
+    const snippet = latinSnippet(words.join(' '), [term('needle')]);
+    expect(snippet.startsWith('...')).toBe(true);
+    expect(snippet.endsWith('...')).toBe(true);
+    const inner = snippet.slice(3, -3).split(' ');
+    expect(inner).toHaveLength(40);
+    expect(inner).toContain('>>>needle<<<');
+    expect(inner[0]).toBe('w101'); // 19 words before the match, 20 after
+  });
+
+  it('prefers the window with the most distinct query words', () => {
+    const words = Array.from({ length: 300 }, (_, i) => `w${i}`);
+    words[10] = 'alpha';
+    words[200] = 'alpha';
+    words[205] = 'beta';
+    const snippet = latinSnippet(words.join(' '), [term('alpha'), term('beta')]);
+    expect(snippet).toContain('>>>alpha<<<');
+    expect(snippet).toContain('>>>beta<<<');
+    expect(snippet).not.toContain('w10 ');
+  });
+
+  it('a match at the start keeps the text start (no leading ...)', () => {
+    const text = `needle ${Array.from({ length: 100 }, (_, i) => `w${i}`).join(' ')}`;
+    const snippet = latinSnippet(text, [term('needle')]);
+    expect(snippet.startsWith('>>>needle<<< w0')).toBe(true);
+    expect(snippet.endsWith('w38...')).toBe(true);
+  });
+});
