@@ -1,49 +1,142 @@
-// `npm start`: brings up the local stack on embedded defaults and keeps it running until Ctrl-C: PostgreSQL
-// (DATABASE_URL or the local cluster), migrations, the Temporal dev server with persistent SQLite state under .data/
-// and its Web UI, and the worker. The HTTP gateway and the demo arrive with a later issue.
+// `npm start`: the whole system on embedded defaults, in one process, until Ctrl-C:
+//   - PostgreSQL from DATABASE_URL, or else an embedded PGlite database under .data/pglite (with pg_trgm);
+//   - the Temporal dev server with persistent SQLite state under .data/ and its Web UI (:8233);
+//   - the worker and the HTTP gateway (:8080, OpenAPI at /docs).
+// `npm run demo` (= `npm start -- --demo`) then imports the shipped sample conversations and prints what happened.
+// Flags: --demo, --exit (stop after the demo). Env: DATABASE_URL, TEMPORAL_PORT, TEMPORAL_UI_PORT, GATEWAY_PORT,
+// DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_CONFIG, DURABLE_CONTEXT_DATA (data dir, default ./.data).
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection } from '@temporalio/worker';
+import { Connection } from '@temporalio/client';
+import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
-import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
+import { createMetrics } from '../infra/metrics/registry.js';
+import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
+import { ConversationClient } from '../infra/temporal/conversationClient.js';
 import { startDevServer } from '../infra/temporal/devServer.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { createWorker } from './createWorker.js';
+import { runDemo } from './demo.js';
+import { buildGateway } from './gateway/app.js';
+import { defaultModelFrom } from './gateway/defaults.js';
+import { llmDepsFromConfig } from './llmDeps.js';
 
-const dataDir = fileURLToPath(new URL('../.data/', import.meta.url));
-const grpcPort = Number(process.env.TEMPORAL_PORT ?? 7233);
-const uiPort = Number(process.env.TEMPORAL_UI_PORT ?? 8233);
+const args = new Set(process.argv.slice(2));
+const root = fileURLToPath(new URL('..', import.meta.url));
+const dataDir = resolve(process.env.DURABLE_CONTEXT_DATA ?? join(root, '.data'));
+mkdirSync(dataDir, { recursive: true });
+Runtime.install({
+  logger: new DefaultLogger('WARN'),
+  telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }), forward: {} } },
+});
+
+function adminKey(): string {
+  if (process.env.DURABLE_CONTEXT_ADMIN_KEY) return process.env.DURABLE_CONTEXT_ADMIN_KEY;
+  const file = join(dataDir, 'admin-key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const key = `admin_${randomBytes(24).toString('base64url')}`;
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  return key;
+}
 
 const config = loadConfig();
-const databaseUrl = await resolveDatabaseUrl();
-const db = createDb({ connectionString: databaseUrl });
-const { applied } = await migrateToLatest(db);
-console.log(`PostgreSQL: ${databaseUrl.replace(/:[^:@/]*@/, ':***@')} (${applied.length} migration(s) applied)`);
+const stops: Array<() => Promise<void>> = [];
+
+let databaseUrl = process.env.DATABASE_URL;
+let maxConnections = 10;
+if (!databaseUrl) {
+  const embedded = await startEmbeddedPostgres({ dataDir: join(dataDir, 'pglite') });
+  stops.unshift(embedded.stop);
+  databaseUrl = embedded.url;
+  maxConnections = embedded.maxConnections;
+  console.log(`PostgreSQL:  embedded PGlite in ${join(dataDir, 'pglite')} (set DATABASE_URL to use a server)`);
+} else {
+  console.log(`PostgreSQL:  ${databaseUrl.replace(/:[^:@/]*@/, ':***@')}`);
+}
+const db = createDb({ connectionString: databaseUrl, maxConnections });
+stops.unshift(() => db.destroy());
+await migrateToLatest(db);
 
 const server = await startDevServer({
-  grpcPort,
-  uiPort,
-  dbFile: `${dataDir}temporal.sqlite`,
+  grpcPort: Number(process.env.TEMPORAL_PORT ?? 7233),
+  uiPort: Number(process.env.TEMPORAL_UI_PORT ?? 8233),
+  dbFile: join(dataDir, 'temporal.sqlite'),
   searchAttributes: SEARCH_ATTRIBUTES,
 });
-console.log(`Temporal frontend: ${server.address}`);
-console.log(`Temporal UI:       ${server.uiUrl}`);
+stops.push(server.stop);
 
-const connection = await NativeConnection.connect({ address: server.address });
-const worker = await createWorker({ connection, db, baseConfig: config.compression, summarizer: null });
-console.log("Worker:            polling task queue 'conversations' (no LLM provider: fallback summaries)");
-console.log('Press Ctrl-C to stop.');
-
-const running = worker.run();
-const shutdown = async () => {
+const metrics = createMetrics({ db });
+const nativeConnection = await NativeConnection.connect({ address: server.address });
+const llm = llmDepsFromConfig(config);
+const worker = await createWorker({
+  connection: nativeConnection,
+  db,
+  baseConfig: config.compression,
+  summarizer: null,
+  metrics,
+  ...llm,
+});
+const workerRun = worker.run();
+stops.unshift(async () => {
   worker.shutdown();
-  await running.catch(() => undefined);
+  await workerRun.catch(() => undefined);
+  await nativeConnection.close();
+});
+
+const connection = await Connection.connect({ address: server.address });
+const key = adminKey();
+const app = await buildGateway({
+  db,
+  conversations: new ConversationClient(connection),
+  metrics,
+  adminKey: key,
+  cacheTtl: config.promptCaching.cacheTtl,
+  defaultModel: defaultModelFrom(config),
+});
+const apiUrl = await app.listen({ port: Number(process.env.GATEWAY_PORT ?? 8080), host: '127.0.0.1' });
+stops.unshift(async () => {
+  await app.close();
   await connection.close();
-  await db.destroy();
-  await server.stop();
-  process.exit(0);
-};
-process.on('SIGINT', shutdown);
-process.on('SIGTERM', shutdown);
-await running;
+});
+
+console.log(`API:         ${apiUrl}/v1`);
+console.log(`Docs:        ${apiUrl}/docs`);
+console.log(`Temporal UI: ${server.uiUrl}`);
+console.log(`Admin key:   ${key}  (stored in ${join(dataDir, 'admin-key')})`);
+console.log(
+  llm.configured
+    ? 'Summaries:   LLM provider configured (chat backend mode available)'
+    : 'Summaries:   no LLM provider configured → deterministic fallback summaries (see README: LLM providers)',
+);
+
+let stopping = false;
+async function shutdown(code = 0): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    for (const stop of stops) await stop().catch((err) => console.error(err));
+  }
+  process.exit(code);
+}
+process.on('SIGINT', () => void shutdown(0));
+process.on('SIGTERM', () => void shutdown(0));
+
+if (args.has('--demo')) {
+  try {
+    await runDemo({
+      url: apiUrl,
+      adminKey: key,
+      uiUrl: server.uiUrl,
+      samplesDir: join(root, 'samples'),
+      log: console.log,
+    });
+  } catch (err) {
+    console.error(`Demo failed: ${(err as Error).message}`);
+    await shutdown(1);
+  }
+  if (args.has('--exit')) await shutdown(0);
+}
+console.log('Ready. Press Ctrl-C to stop.');

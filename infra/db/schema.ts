@@ -102,6 +102,15 @@ export interface EventsTable {
   created_at: Timestamp;
 }
 
+export interface ApiKeysTable {
+  id: string;
+  tenant_id: string;
+  key_hash: string;
+  label: string | null;
+  created_at: Timestamp;
+  revoked_at: NullableTimestamp;
+}
+
 export interface TurnsTable {
   tenant_id: string;
   id: string;
@@ -123,6 +132,7 @@ export interface TurnsTable {
 
 export interface Database {
   turns: TurnsTable;
+  api_keys: ApiKeysTable;
   tenants: TenantsTable;
   tenant_markers: TenantMarkersTable;
   sessions: SessionsTable;

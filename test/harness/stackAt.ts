@@ -10,8 +10,10 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { Kysely } from 'kysely';
+import type { ActivityDeps } from '../../activities/index.js';
 import { type CompressionConfig, normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
 import type { Database } from '../../infra/db/schema.js';
+import type { Metrics } from '../../infra/metrics/registry.js';
 import { ConversationClient } from '../../infra/temporal/conversationClient.js';
 import { createWorker, WORKFLOWS_PATH } from '../../workers/createWorker.js';
 
@@ -46,6 +48,9 @@ export interface StackAtOptions {
   summarizer?: Summarizer | null;
   taskQueue?: string;
   heartbeatIntervalMs?: number;
+  metrics?: Metrics;
+  /** Further activity dependencies (providers, per-model summarizer, cache TTL, env). */
+  activityDeps?: Partial<ActivityDeps>;
 }
 
 export async function createStackAt(options: StackAtOptions): Promise<StackAt> {
@@ -77,6 +82,8 @@ export async function createStackAt(options: StackAtOptions): Promise<StackAt> {
       workflowBundle: await productWorkflowBundle(),
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 500,
       shutdownGraceTime: '1 second',
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...options.activityDeps,
     });
     running = { worker, done: worker.run() };
   };

@@ -40,7 +40,7 @@ async function seed(tenantId: string, sessionId: string, texts: string[]): Promi
 describe('migrations', () => {
   it('migrate up from an empty database creates the schema, and a second run applies nothing', async () => {
     const first = await migrateToLatest(testDb.db);
-    expect(first.applied).toEqual(['0001_initial', '0002_search', '0004_turns']);
+    expect(first.applied).toEqual(['0001_initial', '0002_search', '0003_api_keys', '0004_turns']);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
     const tables = await sql<{ table_name: string }>`

@@ -2,11 +2,13 @@
 import type { Migration, MigrationProvider } from 'kysely/migration';
 import * as m0001 from './0001_initial.js';
 import * as m0002 from './0002_search.js';
+import * as m0003 from './0003_api_keys.js';
 import * as m0004 from './0004_turns.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
   '0002_search': m0002,
+  '0003_api_keys': m0003,
   '0004_turns': m0004,
 };
 

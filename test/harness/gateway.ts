@@ -1,0 +1,67 @@
+// A gateway on a loopback port over a worker (test/harness/temporal.ts) and a per-file database: the HTTP API as a
+// client sees it, for the e2e tests of the gateway and the CLI.
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { inject } from 'vitest';
+import type { Summarizer } from '../../engine/index.js';
+import { createMetrics } from '../../infra/metrics/registry.js';
+import { buildGateway } from '../../workers/gateway/app.js';
+import { createTestDatabase, type TestDatabase } from './db.js';
+import { createTestStack, type TestStack } from './temporal.js';
+
+export interface GatewayHarness {
+  url: string;
+  adminKey: string;
+  app: FastifyInstance;
+  testDb: TestDatabase;
+  stack: TestStack;
+  /** Creates a tenant (optionally with a policy) and returns one of its API keys. */
+  tenant(policy?: Record<string, unknown>): Promise<{ id: string; key: string }>;
+  close(): Promise<void>;
+}
+
+export async function startGatewayHarness(
+  options: { summarizer?: Summarizer | null; bodyLimit?: number } = {},
+): Promise<GatewayHarness> {
+  const testDb = await createTestDatabase(inject('databaseUrl'));
+  const metrics = createMetrics({ db: testDb.db, defaultMetrics: false });
+  const stack = await createTestStack({ db: testDb.db, summarizer: options.summarizer ?? null, metrics });
+  const adminKey = `admin-${randomUUID()}`;
+  const app = await buildGateway({
+    db: testDb.db,
+    conversations: stack.client,
+    metrics,
+    adminKey,
+    cacheTtl: '5m',
+    defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
+    ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
+  });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const harness: GatewayHarness = {
+    url: address,
+    adminKey,
+    app,
+    testDb,
+    stack,
+    async tenant(policy) {
+      const id = `t-${randomUUID().slice(0, 8)}`;
+      const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' };
+      const created = await fetch(`${address}/v1/tenants`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(policy ? { id, policy } : { id }),
+      });
+      if (created.status !== 201) throw new Error(`tenant create failed: ${created.status} ${await created.text()}`);
+      const issued = await fetch(`${address}/v1/tenants/${id}/keys`, { method: 'POST', headers, body: '{}' });
+      if (issued.status !== 201) throw new Error(`key issue failed: ${issued.status} ${await issued.text()}`);
+      const { key } = (await issued.json()) as { key: string };
+      return { id, key };
+    },
+    async close() {
+      await app.close();
+      await stack.close();
+      await testDb.drop();
+    },
+  };
+  return harness;
+}

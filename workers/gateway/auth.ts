@@ -1,0 +1,40 @@
+// Bearer authentication: a tenant key (stored hashed) scopes every request to its tenant; the admin key (from the
+// environment) may create tenants, keys and policies.
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import { tenantForApiKey } from '../../infra/db/apiKeys.js';
+import type { Database } from '../../infra/db/schema.js';
+import { HttpError } from './errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    tenantId: string;
+  }
+}
+
+function bearer(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (!header) throw new HttpError(401, 'missing Authorization header (expected: Bearer <key>)');
+  const match = /^Bearer\s+(\S+)$/i.exec(header);
+  if (!match?.[1]) throw new HttpError(401, 'malformed Authorization header (expected: Bearer <key>)');
+  return match[1];
+}
+
+export function tenantAuth(db: Kysely<Database>) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const tenantId = await tenantForApiKey(db, bearer(request));
+    if (!tenantId) throw new HttpError(401, 'invalid API key');
+    request.tenantId = tenantId;
+  };
+}
+
+export function adminAuth(adminKey: string | null) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const given = Buffer.from(bearer(request));
+    const expected = Buffer.from(adminKey ?? '');
+    if (!adminKey || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new HttpError(403, 'admin key required');
+    }
+  };
+}
