@@ -82,7 +82,8 @@ const worker = await createWorker({
 });
 const workerRun = worker.run();
 stops.unshift(async () => {
-  worker.shutdown();
+  // The Temporal runtime already begins shutting workers down on SIGINT/SIGTERM.
+  if (worker.getState() === 'RUNNING') worker.shutdown();
   await workerRun.catch(() => undefined);
   await nativeConnection.close();
 });
