@@ -14,7 +14,8 @@ import {
 import type { ConversationActivities } from '../activities/conversation.js';
 import { normalizeCompressorState } from '../engine/index.js';
 import { type CompactionTimeouts, DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
-import { ConversationEntity, resolveWindow } from './conversationEntity.js';
+import { ConversationEntity } from './conversationEntity.js';
+import { resolveWindow } from './conversationRules.js';
 import {
   type CarriedState,
   type ConversationInput,

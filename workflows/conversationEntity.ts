@@ -2,7 +2,6 @@
 // (SPEC §11), appends with the in-loop and preflight checks (SPEC §7.6), compactions as child workflows, model
 // switches (SPEC §4.6) and, in chat backend mode, the agent turn with its cache telemetry.
 import {
-  ApplicationFailure,
   executeChild,
   proxyActivities,
   setCurrentDetails,
@@ -14,18 +13,12 @@ import type { ConversationActivities } from '../activities/conversation.js';
 import type { RespondActivities } from '../activities/respond.js';
 import {
   ContextCompressor,
-  checkMinimumContextLength,
   gatewayHygieneDecision,
   HYGIENE_FAILURE_COOLDOWN_S,
   hygieneWarningThreshold,
-  NOTICE_ABORT,
-  NOTICE_FALLBACK,
   NOTICE_HYGIENE_FAILED,
   NOTICE_HYGIENE_WARNING,
   NOTICE_MODEL_SWITCH,
-  NOTICE_NOOP_NO_WINDOW,
-  NOTICE_NOOP_SHORT,
-  resolveContextLength,
   type Usage,
 } from '../engine/index.js';
 import {
@@ -34,6 +27,7 @@ import {
   type CompactionTimeouts,
   compactionWorkflow,
 } from './compaction.js';
+import { accountCacheUsage, failedOutcome, noticeFor, resolveWindow } from './conversationRules.js';
 import { buildStatus, type CarriedState, contextTokens, detailsText } from './conversationState.js';
 import type {
   ChatTurnRequest,
@@ -64,54 +58,10 @@ const model = proxyActivities<RespondActivities>({
 });
 
 const MAX_NOTICES = 20;
-/** A turn whose cache reads cover at least this share of its prompt counts as "cache recovered" after a compaction. */
-const CACHE_RECOVERED_SHARE = 0.5;
 
 const neverSummarize = async (): Promise<string> => {
   throw new Error('the summarizer runs in the summarize activity, never in workflow code');
 };
-
-/** SPEC §4.1 / §4.4 in workflow code: an unknown -900k id or a window below 64,000 is refused. */
-export function resolveWindow(modelName: string, provider: string | null, explicit: number | null): number {
-  try {
-    const { contextLength } = resolveContextLength({
-      model: modelName,
-      provider: provider ?? undefined,
-      explicitOverride: explicit,
-    });
-    checkMinimumContextLength(modelName, contextLength);
-    return contextLength;
-  } catch (err) {
-    throw ApplicationFailure.nonRetryable((err as Error).message, 'InvalidModel');
-  }
-}
-
-function noticeFor(outcome: CompactionOutcome): string | null {
-  if (outcome.status === 'noop') {
-    return outcome.noopReason === 'insufficient_messages' ? NOTICE_NOOP_SHORT : NOTICE_NOOP_NO_WINDOW;
-  }
-  if (outcome.status === 'aborted') return NOTICE_ABORT;
-  if (outcome.status === 'fallback') return NOTICE_FALLBACK;
-  return null;
-}
-
-function failedOutcome(compactionId: string, sessionId: string, err: unknown): CompactionOutcome {
-  const error = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
-  return {
-    compactionId,
-    status: 'failed',
-    noopReason: null,
-    sessionId,
-    summaryBody: null,
-    fallbackUsed: false,
-    summarizerCalled: false,
-    failureClass: null,
-    stats: null,
-    activeMessages: null,
-    activeTokens: null,
-    error,
-  };
-}
 
 export class ConversationEntity {
   engine: ContextCompressor;
@@ -404,30 +354,8 @@ export class ConversationEntity {
 
   /** Cache economics per turn, and per compaction: rewrite on the first request after it, turns until reads recover. */
   private async recordCacheUsage(usage: TurnResult['usage']): Promise<void> {
-    const cache = this.state.cache;
-    cache.turns += 1;
-    cache.cacheReadTokens += usage.cache_read_tokens;
-    cache.cacheWriteTokens += usage.cache_write_tokens;
-    cache.uncachedInputTokens += usage.uncached_input_tokens;
-    cache.lastTurn = usage;
-    const watching = cache.watching;
-    if (!watching) return;
-    watching.turnsSince += 1;
-    if (watching.rewriteTokens === null) watching.rewriteTokens = usage.cache_write_tokens;
-    if (usage.prompt_tokens > 0 && usage.cache_read_tokens >= CACHE_RECOVERED_SHARE * usage.prompt_tokens) {
-      cache.lastRecovery = {
-        compactionId: watching.compactionId,
-        rewriteTokens: watching.rewriteTokens,
-        recoveryTurns: watching.turnsSince,
-      };
-      cache.watching = null;
-      await model.recordCacheRecovery({
-        tenantId: this.ids.tenantId,
-        compactionId: cache.lastRecovery.compactionId,
-        rewriteTokens: cache.lastRecovery.rewriteTokens,
-        recoveryTurns: cache.lastRecovery.recoveryTurns,
-      });
-    }
+    const recovery = accountCacheUsage(this.state.cache, usage);
+    if (recovery) await model.recordCacheRecovery({ tenantId: this.ids.tenantId, ...recovery });
   }
 
   /** SPEC §4.6: re-derive from the raw configuration; never silent about the cache. */
