@@ -164,6 +164,20 @@ export function checkMinimumContextLength(model: string, contextLength: number):
   if (!(contextLength >= MINIMUM_CONTEXT_LENGTH)) throw new ContextWindowTooSmallError(model, contextLength);
 }
 
+/**
+ * The window of a main model the host may use (SPEC §4.1, §4.3, §4.4): resolved, then checked against the 64,000
+ * minimum. Throws ModelNotAvailableError or ContextWindowTooSmallError with the exact user-facing texts.
+ */
+export function resolveUsableContextLength(model: string, provider: string | null, explicit: number | null): number {
+  const { contextLength } = resolveContextLength({
+    model,
+    provider: provider ?? undefined,
+    explicitOverride: explicit,
+  });
+  checkMinimumContextLength(model, contextLength);
+  return contextLength;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Codex gpt-5.5 autoraise predicate (SPEC §4.5).
 

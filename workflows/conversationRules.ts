@@ -2,12 +2,11 @@
 // cache accounting of chat turns. Deterministic; unit-tested without a server.
 import { ApplicationFailure } from '@temporalio/workflow';
 import {
-  checkMinimumContextLength,
   NOTICE_ABORT,
   NOTICE_FALLBACK,
   NOTICE_NOOP_NO_WINDOW,
   NOTICE_NOOP_SHORT,
-  resolveContextLength,
+  resolveUsableContextLength,
 } from '../engine/index.js';
 import type { CompactionOutcome } from './compaction.js';
 import type { CacheTelemetry, TurnUsage } from './definitions.js';
@@ -18,13 +17,7 @@ export const CACHE_RECOVERED_SHARE = 0.5;
 /** SPEC §4.1 / §4.4 in workflow code: an unknown -900k id or a window below 64,000 is refused. */
 export function resolveWindow(modelName: string, provider: string | null, explicit: number | null): number {
   try {
-    const { contextLength } = resolveContextLength({
-      model: modelName,
-      provider: provider ?? undefined,
-      explicitOverride: explicit,
-    });
-    checkMinimumContextLength(modelName, contextLength);
-    return contextLength;
+    return resolveUsableContextLength(modelName, provider, explicit);
   } catch (err) {
     throw ApplicationFailure.nonRetryable((err as Error).message, 'InvalidModel');
   }

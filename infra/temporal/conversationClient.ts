@@ -2,7 +2,7 @@
 // (signal-with-start, idempotency keys), manual compress, model switch, status, sync, compaction replay.
 
 import { Client, type Connection, WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
-import { checkMinimumContextLength, resolveContextLength } from '../../engine/index.js';
+import { resolveUsableContextLength } from '../../engine/index.js';
 import type { ConversationInput, conversationWorkflow } from '../../workflows/conversation.js';
 import {
   type ChatTurnRequest,
@@ -42,12 +42,7 @@ export interface ConversationStart {
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
 export function validateModelChoice(start: Pick<ConversationStart, 'model' | 'provider' | 'contextLength'>): void {
   try {
-    const { contextLength } = resolveContextLength({
-      model: start.model,
-      provider: start.provider ?? undefined,
-      explicitOverride: start.contextLength ?? null,
-    });
-    checkMinimumContextLength(start.model, contextLength);
+    resolveUsableContextLength(start.model, start.provider ?? null, start.contextLength ?? null);
   } catch (err) {
     throw new InvalidRequestError((err as Error).message);
   }

@@ -7,7 +7,7 @@ import { SUMMARY_PREFIX } from '../../../engine/index.js';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { withTenant } from '../../../infra/db/tenant.js';
-import { ensureTenant, getTenantMarker } from '../../../infra/db/tenants.js';
+import { getTenantMarker } from '../../../infra/db/tenants.js';
 import { llmDepsFromConfig } from '../../../workers/llmDeps.js';
 import { type AnthropicFake, startAnthropicFake } from '../../fakes/anthropicFake.js';
 import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
@@ -24,7 +24,15 @@ import {
 } from '../../fakes/script.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { createTestStack, type TestStack } from '../../harness/temporal.js';
-import { activeTranscript, agentTranscript, allRows, batch, compactionsOf, keyed } from '../workflows/transcript.js';
+import {
+  activeTranscript,
+  agentTranscript,
+  allRows,
+  batch,
+  compactionsOf,
+  keyed,
+  newTenant,
+} from '../workflows/transcript.js';
 
 let testDb: TestDatabase;
 let stack: TestStack;
@@ -64,11 +72,7 @@ beforeEach(() => {
   anthropic.requests.length = 0;
 });
 
-async function tenant(): Promise<string> {
-  const id = `t-${randomUUID().slice(0, 8)}`;
-  await ensureTenant(testDb.db, { id, name: id });
-  return id;
-}
+const tenant = (policy: Record<string, unknown> = {}) => newTenant(testDb.db, policy);
 
 const GPT = { model: 'gpt-test', provider: 'openai', contextLength: 200_000 };
 const CLAUDE = { model: 'claude-sonnet-5-5', provider: 'anthropic', contextLength: 200_000 };

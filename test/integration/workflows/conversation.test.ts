@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SUMMARY_PREFIX, type Summarizer } from '../../../engine/index.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
-import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { createTestStack, type TestStack } from '../../harness/temporal.js';
 import {
@@ -15,6 +14,7 @@ import {
   eventsOf,
   expectTranscriptInvariants,
   keyed,
+  newTenant,
   searchArchived,
 } from './transcript.js';
 
@@ -32,12 +32,7 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-async function tenant(policy: Record<string, unknown> = {}): Promise<string> {
-  const id = `t-${randomUUID().slice(0, 8)}`;
-  await ensureTenant(testDb.db, { id, name: id });
-  if (Object.keys(policy).length) await setTenantPolicy(testDb.db, id, policy);
-  return id;
-}
+const tenant = (policy: Record<string, unknown> = {}) => newTenant(testDb.db, policy);
 
 const MODEL = { model: 'test-model-200k', contextLength: 200_000 };
 

@@ -6,7 +6,6 @@ import { SUMMARY_PREFIX, type Summarizer } from '../../../engine/index.js';
 import { listCompactions } from '../../../infra/db/compactions.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { getSession } from '../../../infra/db/sessions.js';
-import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { createTestStack, type TestStack } from '../../harness/temporal.js';
 import {
@@ -17,6 +16,7 @@ import {
   compactionsOf,
   eventsOf,
   expectTranscriptInvariants,
+  newTenant,
 } from './transcript.js';
 
 const SECRET = 'kaboom-provider-diagnostic-7f3a';
@@ -40,12 +40,7 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-async function tenant(policy: Record<string, unknown> = {}): Promise<string> {
-  const id = `t-${randomUUID().slice(0, 8)}`;
-  await ensureTenant(testDb.db, { id, name: id });
-  if (Object.keys(policy).length) await setTenantPolicy(testDb.db, id, policy);
-  return id;
-}
+const tenant = (policy: Record<string, unknown> = {}) => newTenant(testDb.db, policy);
 
 const MODEL = { model: 'acme-chat', contextLength: 200_000, title: 'Fix bug' };
 

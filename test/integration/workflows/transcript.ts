@@ -6,6 +6,7 @@ import { expect } from 'vitest';
 import { type ChatMessage, messageText, SUMMARY_PREFIX, SYSTEM_NOTE } from '../../../engine/index.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { withTenant } from '../../../infra/db/tenant.js';
+import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
 import type { IncomingMessage, SubmitMessages } from '../../../workflows/definitions.js';
 
 export function keyed(messages: ChatMessage[], prefix: string = randomUUID()): IncomingMessage[] {
@@ -125,4 +126,12 @@ export function expectTranscriptInvariants(rows: StoredRow[], messages: ChatMess
     for (const c of m.tool_calls ?? []) expect(results.has(c.id)).toBe(true);
   }
   expect(new Set(rows.map((r) => r.id)).size).toBe(rows.length);
+}
+
+/** A fresh tenant with a unique id, optionally with a compression policy (SPEC §2.2 keys, snake_case). */
+export async function newTenant(db: Kysely<Database>, policy: Record<string, unknown> = {}): Promise<string> {
+  const id = `t-${randomUUID().slice(0, 8)}`;
+  await ensureTenant(db, { id, name: id });
+  if (Object.keys(policy).length) await setTenantPolicy(db, id, policy);
+  return id;
 }

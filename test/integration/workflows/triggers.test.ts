@@ -3,10 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage, Summarizer } from '../../../engine/index.js';
-import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
+import { setTenantPolicy } from '../../../infra/db/tenants.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { createTestStack, type TestStack } from '../../harness/temporal.js';
-import { agentTranscript, batch, compactionsOf } from './transcript.js';
+import { agentTranscript, batch, compactionsOf, newTenant } from './transcript.js';
 
 let testDb: TestDatabase;
 let stack: TestStack;
@@ -21,12 +21,7 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-async function tenant(policy: Record<string, unknown> = {}): Promise<string> {
-  const id = `t-${randomUUID().slice(0, 8)}`;
-  await ensureTenant(testDb.db, { id, name: id });
-  if (Object.keys(policy).length) await setTenantPolicy(testDb.db, id, policy);
-  return id;
-}
+const tenant = (policy: Record<string, unknown> = {}) => newTenant(testDb.db, policy);
 
 /** One agent round whose final assistant message reports the provider's usage. */
 function round(i: number): ChatMessage[] {

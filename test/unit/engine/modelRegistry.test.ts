@@ -12,6 +12,7 @@ import {
   type ModelRegistryTable,
   resolveContextLength,
   resolveModelAlias,
+  resolveUsableContextLength,
 } from '../../../engine/modelRegistry.js';
 import { deriveThresholds } from '../../../engine/thresholds.js';
 
@@ -219,5 +220,22 @@ describe('formatThousands', () => {
     [-1234567, '-1,234,567'],
   ])('%s → %s', (value, text) => {
     expect(formatThousands(value)).toBe(text);
+  });
+});
+
+describe('resolveUsableContextLength (SPEC §4.1, §4.3, §4.4)', () => {
+  it('resolves aliases, overrides and the registry', () => {
+    expect(resolveUsableContextLength('gpt-5.4-900k', null, null)).toBe(900_000);
+    expect(resolveUsableContextLength('gpt-5.5', 'openai-codex', null)).toBe(272_000);
+    expect(resolveUsableContextLength('anything', null, 128_000)).toBe(128_000);
+  });
+
+  it('refuses a window below 64,000 and a -900k id without such a variant, with the exact texts', () => {
+    expect(() => resolveUsableContextLength('tiny', null, 63_999)).toThrow(
+      "Model 'tiny' has a context window of 63,999 tokens; at least 64,000 are required. Choose a larger model or set model.context_length.",
+    );
+    expect(() => resolveUsableContextLength('gpt-5.4-mini-900k', null, null)).toThrow(
+      "Model 'gpt-5.4-mini-900k' is not available: 'gpt-5.4-mini' has no -900k variant.",
+    );
   });
 });

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../../infra/db/schema.js';
 import { searchMessages } from '../../../infra/db/search.js';
+import { routeQuery } from '../../../infra/db/searchQuery.js';
 import type { Metrics } from '../../../infra/metrics/registry.js';
 import { tenantAuth } from '../auth.js';
 
@@ -24,7 +25,6 @@ const list = (v: string | undefined) =>
         .map((s) => s.trim())
         .filter(Boolean)
     : undefined;
-const CJK = /[\u4e00-\u9fff\u3400-\u4dbf\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\uac00-\ud7af]|[\u{20000}-\u{2a6df}]/u;
 
 export function searchRoutes(deps: { db: Kysely<Database>; metrics: Metrics }) {
   return async (app: FastifyInstance) => {
@@ -55,7 +55,7 @@ export function searchRoutes(deps: { db: Kysely<Database>; metrics: Metrics }) {
       },
       async (request) => {
         const q = request.query;
-        const end = deps.metrics.searchDuration.startTimer({ path: CJK.test(q.q) ? 'cjk' : 'latin' });
+        const end = deps.metrics.searchDuration.startTimer({ path: routeQuery(q.q) });
         try {
           const results = await searchMessages(deps.db, request.tenantId, q.q, {
             ...(list(q.sources) ? { sources: list(q.sources) } : {}),
