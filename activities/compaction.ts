@@ -1,8 +1,10 @@
 // The four compaction phases as Temporal activities (DESIGN.md §3, SPEC §8.1): align → prune → summarize →
 // reassemble. Boundaries are computed on the unpruned input (§8.1), so align runs first. Each activity is thin
 // (load by compaction id → pure engine step → persist) and idempotent: a retry finds its stored result.
-import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
+import { FailureType } from '../contracts/failures.js';
+import { toStorableText } from '../contracts/storableText.js';
 import {
   buildFallbackSummary,
   buildSummaryRequest,
@@ -18,11 +20,11 @@ import {
   reassemblePhase,
   type Summarizer,
   type SummaryFailureClass,
-  type SummaryRequest,
+  summarySimilarity,
   summaryText,
   unchangedStats,
 } from '../engine/index.js';
-import { commitInPlace, commitRotation, TranscriptChangedError } from '../infra/db/compactionCommit.js';
+import { commitInPlace, commitRotation } from '../infra/db/compactionCommit.js';
 import { createCompactionRecord, getCompaction, updateCompaction } from '../infra/db/compactions.js';
 import { loadTranscript } from '../infra/db/messages.js';
 import type { CompactionRow, Database } from '../infra/db/schema.js';
@@ -48,7 +50,7 @@ export interface BeginCompactionInput extends CompactionRef {
   sessionId: string;
   conversationId: string;
   seq: number;
-  trigger: 'preflight' | 'post_response' | 'manual' | 'hygiene';
+  trigger: CompactionRow['trigger'];
   inPlace: boolean;
   focusTopic: string | null;
   previousSummary: string | null;
@@ -60,6 +62,8 @@ export interface AlignInput extends CompactionRef {
   minTailUserMessages: number;
   tailTokenBudget: number;
   contextLength: number;
+  /** Compact only the history before this row (hygiene: the incoming message and what follows stay out). */
+  beforeRowId?: number | null;
 }
 
 export interface AlignResult {
@@ -77,8 +81,8 @@ export type SummarizeResult =
 export interface ReassembleInput extends CompactionRef {
   /** Set when the summary failed: build the fallback summary of SPEC §9.5 with this class. */
   fallbackFailureClass: SummaryFailureClass | null;
-  /** Hygiene (SPEC §11.3 step 3): adopt only a result smaller than the input. */
-  requireSmaller: boolean;
+  /** Estimated tokens the result must save to be committed (SPEC §19 min_gain_tokens; hygiene ≥ 1, §11.3); null: none. */
+  requiredGain: number | null;
   /** Rotation target (SPEC §13.3), generated in the workflow; null for in-place. */
   newSessionId: string | null;
   platform: string;
@@ -89,8 +93,10 @@ export interface ReassembleResult {
   sessionId: string;
   summaryBody: string | null;
   stats: CompressionStats;
-  activeMessages: number;
-  activeTokens: number;
+  /** The conversation's totals after the commit (null when nothing was committed, or without a record). */
+  totals: { version: number; activeMessages: number; activeTokens: number } | null;
+  /** SPEC §19 fixed point: similarity of the new summary body to the previous one (null without one). */
+  similarity: number | null;
 }
 
 /** The summarizer for a conversation's main model (SPEC §2.3: the summary model defaults to the main model). */
@@ -102,16 +108,11 @@ export interface CompactionActivityDeps {
   summarizer: Summarizer | null;
   /** When given, chooses the summarizer from the session's model and provider; wins over `summarizer`. */
   summarizerFor?: SummarizerFor;
-  /** How often the summarize activity heartbeats while it waits (ms). */
-  heartbeatIntervalMs?: number;
 }
 
-export const EMPTY_SUMMARY_FAILURE = 'EmptySummary';
-export const TRANSCRIPT_CHANGED_FAILURE = 'TranscriptChanged';
-
-async function requireRecord(db: Kysely<Database>, ref: CompactionRef): Promise<CompactionRow> {
+export async function requireRecord(db: Kysely<Database>, ref: CompactionRef): Promise<CompactionRow> {
   const record = await getCompaction(db, ref.tenantId, ref.compactionId);
-  if (!record) throw ApplicationFailure.nonRetryable(`compaction ${ref.compactionId} not found`, 'NotFound');
+  if (!record) throw ApplicationFailure.nonRetryable(`compaction ${ref.compactionId} not found`, FailureType.NotFound);
   return record;
 }
 
@@ -124,16 +125,6 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     const prune = storedPrune(record);
     if (!prune) throw new Error(`compaction ${ref.compactionId} has no prune result yet`);
     return { ...snapshot, pruned: applyPrune(snapshot.input, prune) };
-  }
-
-  async function callSummarizer(summarizer: Summarizer, request: SummaryRequest): Promise<unknown> {
-    const interval = setInterval(() => heartbeat(), deps.heartbeatIntervalMs ?? 5_000);
-    try {
-      heartbeat();
-      return await summarizer(request);
-    } finally {
-      clearInterval(interval);
-    }
   }
 
   return {
@@ -164,7 +155,10 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
           tokensBefore: stored.tokensBefore,
         };
       }
-      const rows = await loadTranscript(db, input.tenantId, record.session_id);
+      const transcript = await loadTranscript(db, input.tenantId, record.session_id);
+      // Hygiene compacts the history before the incoming message (SPEC §11.3); the rest is kept after the output.
+      const end = input.beforeRowId ? transcript.findIndex((r) => r.id === input.beforeRowId) : -1;
+      const rows = end >= 0 ? transcript.slice(0, end) : transcript;
       const messages = rows.map((r) => r.message);
       const tokensBefore = estimateMessagesTokensRough(messages);
       const boundaries = planCompaction(messages, {
@@ -236,25 +230,28 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         focusTopic: record.focus_topic,
         contextLength: plan.contextLength,
       });
-      if (built.noop !== false) throw ApplicationFailure.nonRetryable('window has no turns to summarise', 'NoWindow');
+      if (built.noop !== false) {
+        throw ApplicationFailure.nonRetryable('window has no turns to summarise', FailureType.NoWindow);
+      }
       const attempt = Context.current().info.attempt;
       await updateCompaction(db, ref.tenantId, ref.compactionId, { attempts: attempt });
       let reply: unknown;
       try {
-        reply = await callSummarizer(summarizer, built.request);
+        reply = await summarizer(built.request);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
-        await updateCompaction(db, ref.tenantId, ref.compactionId, { error: message.slice(0, 2_000) });
+        await updateCompaction(db, ref.tenantId, ref.compactionId, { error: toStorableText(message.slice(0, 2_000)) });
         if (err instanceof ApplicationFailure) throw err;
         throw ApplicationFailure.retryable(message, 'SummarizerError');
       }
       const outcome = interpretSummaryReply(reply);
       if (!outcome.ok) {
         await updateCompaction(db, ref.tenantId, ref.compactionId, { error: 'summary reply was empty' });
-        throw ApplicationFailure.nonRetryable('summary reply was empty', EMPTY_SUMMARY_FAILURE);
+        throw ApplicationFailure.nonRetryable('summary reply was empty', FailureType.EmptySummary);
       }
+      // A summary is derived text: characters PostgreSQL cannot store are replaced, so it can always be committed.
       await updateCompaction(db, ref.tenantId, ref.compactionId, {
-        summary_body: outcome.body,
+        summary_body: toStorableText(outcome.body),
         failure_class: null,
         error: null,
       });
@@ -270,10 +267,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       const failureClass = llmBody ? null : (input.fallbackFailureClass ?? failureClassOf(record) ?? 'error');
       const summaryBody =
         llmBody ??
-        buildFallbackSummary(messages, plan, {
-          previousSummary: record.previous_summary,
-          failureClass: failureClass as SummaryFailureClass,
-        });
+        toStorableText(
+          buildFallbackSummary(messages, plan, {
+            previousSummary: record.previous_summary,
+            failureClass: failureClass as SummaryFailureClass,
+          }),
+        );
       const output = reassemblePhase(pruned, messages, planOf(plan), summaryBody, {
         previousSummary: record.previous_summary,
       });
@@ -286,21 +285,17 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         fallbackUsed,
         summaryBody,
       });
-      if (input.requireSmaller && stats.tokensAfter >= stats.tokensBefore) {
+      const similarity =
+        record.previous_summary === null ? null : summarySimilarity(record.previous_summary, summaryBody);
+      if (input.requiredGain !== null && stats.tokensBefore - stats.tokensAfter < input.requiredGain) {
+        // SPEC §19 minimum gain (and §11.3 for hygiene): a result that does not save enough is not committed.
         await updateCompaction(db, input.tenantId, input.compactionId, {
           status: 'rejected',
           stats: JSON.stringify(stats),
           failure_class: failureClass,
           completed_at: new Date(),
         });
-        return {
-          status: 'rejected',
-          sessionId: record.session_id,
-          summaryBody: null,
-          stats,
-          activeMessages: messages.length,
-          activeTokens: plan.tokensBefore,
-        };
+        return { status: 'rejected', sessionId: record.session_id, summaryBody: null, stats, totals: null, similarity };
       }
       const summaryIndex = findSummaryIndex(output, summaryBody);
       if (failureClass !== null) {
@@ -317,29 +312,21 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         stats: { ...stats, activeMessages: output.length },
         platform: input.platform,
       };
-      try {
-        if (input.newSessionId && record.in_place === false) {
-          await commitRotation(db, input.tenantId, {
+      const rotate = input.newSessionId !== null && record.in_place === false;
+      const committed = rotate
+        ? await commitRotation(db, input.tenantId, {
             ...commit,
             oldSessionId: record.session_id,
-            newSessionId: input.newSessionId,
-          });
-        } else {
-          await commitInPlace(db, input.tenantId, { ...commit, sessionId: record.session_id });
-        }
-      } catch (err) {
-        if (err instanceof TranscriptChangedError) {
-          throw ApplicationFailure.nonRetryable((err as Error).message, TRANSCRIPT_CHANGED_FAILURE);
-        }
-        throw err;
-      }
+            newSessionId: input.newSessionId as string,
+          })
+        : await commitInPlace(db, input.tenantId, { ...commit, sessionId: record.session_id });
       return {
         status: fallbackUsed ? 'fallback' : 'committed',
-        sessionId: input.newSessionId && record.in_place === false ? input.newSessionId : record.session_id,
+        sessionId: committed.sessionId,
         summaryBody,
         stats,
-        activeMessages: output.length,
-        activeTokens: stats.tokensAfter,
+        totals: committed.totals,
+        similarity,
       };
     },
 
@@ -376,12 +363,15 @@ export async function summarizerForSession(
   return deps.summarizerFor({ model: session?.model ?? null, provider: session?.provider ?? null });
 }
 
-/** A retry after a successful commit returns what was committed. */
+/**
+ * A retry after a successful commit returns what was committed (totals null: the commit's own totals are gone, the
+ * workflow keeps the ones it has; the next notification brings fresh ones).
+ */
 function committedResult(record: CompactionRow): ReassembleResult | null {
   if (record.status !== 'committed' && record.status !== 'fallback') return null;
   // The stored stats also carry the store's bookkeeping (commit, replay): report only CompressionStats.
   const {
-    activeMessages,
+    activeMessages: _activeMessages,
     commit: _commit,
     replay: _replay,
     ...stats
@@ -395,8 +385,11 @@ function committedResult(record: CompactionRow): ReassembleResult | null {
     sessionId: record.new_session_id ?? record.session_id,
     summaryBody: record.summary_body,
     stats,
-    activeMessages,
-    activeTokens: stats.tokensAfter,
+    totals: null,
+    similarity:
+      record.previous_summary === null || record.summary_body === null
+        ? null
+        : summarySimilarity(record.previous_summary, record.summary_body),
   };
 }
 

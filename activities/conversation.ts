@@ -1,25 +1,32 @@
-// Store activities of the conversation workflow (DESIGN.md §3–§4): open or resume the conversation's session,
-// append message batches idempotently, and resolve the tenant's effective compression policy.
+// Store activities of the conversation workflow (DESIGN.md §3–§4): open or resume the conversation from its record,
+// publish the workflow's state (applied batches, status snapshot) where the gateway reads it, resolve the tenant's
+// effective policy, count a tenant's recent automatic compactions (SPEC §19 breaker) and the one-time notices.
+// Messages never pass through here: the gateway commits them.
 import { ApplicationFailure } from '@temporalio/activity';
-import type { Kysely } from 'kysely';
-import type { ChatMessage, CompressionConfig } from '../engine/index.js';
+import { type Kysely, sql } from 'kysely';
+import { FailureType } from '../contracts/failures.js';
 import {
   type CacheTtl,
   CODEX_AUTORAISE_NOTICE_MARKER,
+  type CompressionConfig,
   ConfigError,
   codexAutoraiseNotice,
-  estimateMessageTokensRough,
+  DEFAULT_HOST_POLICY,
+  type HostPolicy,
 } from '../engine/index.js';
-import { resolveTenantCompressionConfig } from '../infra/config/tenantPolicy.js';
-import { appendMessages, loadTranscript, transcriptTotals } from '../infra/db/messages.js';
+import { resolveTenantCompressionConfig, resolveTenantHostPolicy } from '../infra/config/tenantPolicy.js';
+import { createConversation, type LogTotals, recordApplied, totalsOf } from '../infra/db/conversations.js';
 import type { Database } from '../infra/db/schema.js';
-import { createSession, getSession, listConversationSessions, newestDescendant } from '../infra/db/sessions.js';
+import { withTenant } from '../infra/db/tenant.js';
 import { claimTenantMarker, getTenantPolicy } from '../infra/db/tenants.js';
+import type { ConversationStatus } from '../workflows/definitions.js';
 
 export interface ConversationActivityDeps {
   db: Kysely<Database>;
   /** The compression section of config.yaml (defaults applied). */
   baseConfig: CompressionConfig;
+  /** The SPEC §19 host policy keys of config.yaml (defaults applied). */
+  baseHostPolicy?: HostPolicy;
   /** `prompt_caching.cache_ttl` of config.yaml (null: prompt caching disabled). */
   cacheTtl?: CacheTtl | null;
 }
@@ -27,57 +34,48 @@ export interface ConversationActivityDeps {
 export interface OpenConversationInput {
   tenantId: string;
   conversationId: string;
-  /** Used only when the conversation has no session yet (generated in the workflow). */
+  /** Used only when the conversation has no record yet (generated in the workflow). */
   proposedSessionId: string;
   model: string;
   provider: string | null;
+  contextLength: number | null;
   source: string;
   title: string | null;
 }
 
 export interface TenantConfig {
   config: CompressionConfig;
+  host: HostPolicy;
   policyVersion: number;
 }
 
 export interface OpenConversationResult extends TenantConfig {
   sessionId: string;
   cacheTtl: CacheTtl | null;
-  resumed: boolean;
   /** SPEC §13.4: summary_body of the newest active row that has one. */
   previousSummary: string | null;
-  activeMessages: number;
-  activeTokens: number;
-}
-
-export interface AppendInput {
-  tenantId: string;
-  sessionId: string;
-  items: Array<{ message: ChatMessage; idempotencyKey: string }>;
-}
-
-export interface AppendResult {
-  /** Every key of the batch with its message's estimate, whether stored now or by an earlier attempt. */
-  estimates: Array<{ idempotencyKey: string; tokenEstimate: number }>;
-  /** Keys that were already stored before this call (a retried attempt finds its own earlier insert here). */
-  duplicates: string[];
-  /** The session's active rows after the append: the workflow's running totals, exact also after a retry. */
-  activeMessages: number;
-  activeTokens: number;
-  policyVersion: number;
+  totals: LogTotals;
+  appliedSeq: number;
+  /** The highest compaction number of the current session (child workflow ids continue after it). */
+  compactionSeq: number;
 }
 
 export function createConversationActivities(deps: ConversationActivityDeps) {
   const { db } = deps;
+  const host = deps.baseHostPolicy ?? DEFAULT_HOST_POLICY;
 
   async function tenantConfig(tenantId: string): Promise<TenantConfig> {
     const policy = await getTenantPolicy(db, tenantId);
-    if (!policy) throw ApplicationFailure.nonRetryable(`unknown tenant '${tenantId}'`, 'UnknownTenant');
+    if (!policy) throw ApplicationFailure.nonRetryable(`unknown tenant '${tenantId}'`, FailureType.UnknownTenant);
     try {
-      return { config: resolveTenantCompressionConfig(deps.baseConfig, policy.policy), policyVersion: policy.version };
+      return {
+        config: resolveTenantCompressionConfig(deps.baseConfig, policy.policy),
+        host: resolveTenantHostPolicy(host, policy.policy),
+        policyVersion: policy.version,
+      };
     } catch (err) {
       // A stored policy is validated on write; one that no longer validates must not stop the conversation.
-      if (err instanceof ConfigError) return { config: deps.baseConfig, policyVersion: policy.version };
+      if (err instanceof ConfigError) return { config: deps.baseConfig, host, policyVersion: policy.version };
       throw err;
     }
   }
@@ -85,58 +83,82 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
   return {
     async openConversation(input: OpenConversationInput): Promise<OpenConversationResult> {
       const config = await tenantConfig(input.tenantId);
-      const sessions = await listConversationSessions(db, input.tenantId, input.conversationId);
-      let sessionId: string;
-      let resumed = false;
-      if (sessions.length > 0) {
-        const roots = sessions.filter((s) => s.parent_session_id === null);
-        const start = roots[roots.length - 1] ?? sessions[0]!;
-        sessionId = (await newestDescendant(db, input.tenantId, start.id)).id;
-        resumed = true;
-      } else {
-        sessionId = input.proposedSessionId;
-        await createSession(db, input.tenantId, {
-          id: sessionId,
-          conversationId: input.conversationId,
-          source: input.source,
-          model: input.model,
-          provider: input.provider,
-          title: input.title,
-        });
-      }
-      const rows = await loadTranscript(db, input.tenantId, sessionId);
-      let previousSummary: string | null = null;
-      for (const row of rows) if (row.summaryBody) previousSummary = row.summaryBody;
+      const { conversation } = await createConversation(db, input.tenantId, {
+        id: input.conversationId,
+        sessionId: input.proposedSessionId,
+        model: input.model,
+        provider: input.provider,
+        contextLength: input.contextLength,
+        source: input.source,
+        title: input.title,
+      });
+      const sessionId = conversation.current_session_id;
+      const found = await withTenant(db, input.tenantId, async (tx) => {
+        const summary = await tx
+          .selectFrom('messages')
+          .select('summary_body')
+          .where('tenant_id', '=', input.tenantId)
+          .where('session_id', '=', sessionId)
+          .where('active', '=', true)
+          .where('summary_body', 'is not', null)
+          .orderBy('position', 'desc')
+          .limit(1)
+          .executeTakeFirst();
+        const seq = await sql<{ n: number | null }>`
+          SELECT max(seq) AS n FROM compactions WHERE tenant_id = ${input.tenantId} AND session_id = ${sessionId}`.execute(
+          tx,
+        );
+        return { previousSummary: summary?.summary_body ?? null, compactionSeq: Number(seq.rows[0]?.n ?? 0) };
+      });
       return {
         ...config,
+        ...found,
         sessionId,
         cacheTtl: deps.cacheTtl === undefined ? '5m' : deps.cacheTtl,
-        resumed,
-        previousSummary,
-        activeMessages: rows.length,
-        activeTokens: rows.reduce((sum, r) => sum + r.tokenEstimate, 0),
+        totals: totalsOf(conversation),
+        appliedSeq: conversation.applied_seq,
       };
     },
 
-    async appendMessages(input: AppendInput): Promise<AppendResult> {
-      const session = await getSession(db, input.tenantId, input.sessionId);
-      if (!session) throw ApplicationFailure.nonRetryable(`unknown session '${input.sessionId}'`, 'UnknownSession');
-      const result = await appendMessages(db, input.tenantId, input.sessionId, input.items);
-      const totals = await transcriptTotals(db, input.tenantId, input.sessionId);
+    /**
+     * Publishes what the workflow decided: the batches applied and the status snapshot (read by the gateway without
+     * the worker) — unless the tenant's policy changed since the workflow loaded it: then nothing is written and the
+     * new version is returned, so the workflow takes the new policy over and publishes a status that reflects it.
+     */
+    async recordState(input: {
+      tenantId: string;
+      conversationId: string;
+      appliedSeq: number;
+      /** The policy version the status was computed with; null: record whatever the current version is. */
+      policyVersion: number | null;
+      status: ConversationStatus;
+    }): Promise<{ recorded: boolean; policyVersion: number }> {
       const policy = await getTenantPolicy(db, input.tenantId);
-      return {
-        estimates: input.items.map((item) => ({
-          idempotencyKey: item.idempotencyKey,
-          tokenEstimate: estimateMessageTokensRough(item.message),
-        })),
-        duplicates: result.duplicates,
-        ...totals,
-        policyVersion: policy?.version ?? 0,
-      };
+      const policyVersion = policy?.version ?? 0;
+      if (input.policyVersion !== null && policyVersion !== input.policyVersion)
+        return { recorded: false, policyVersion };
+      await recordApplied(db, input.tenantId, input.conversationId, {
+        appliedSeq: input.appliedSeq,
+        state: input.status,
+      });
+      return { recorded: true, policyVersion };
     },
 
     async loadTenantConfig(input: { tenantId: string }): Promise<TenantConfig> {
       return tenantConfig(input.tenantId);
+    },
+
+    /** SPEC §19 tenant breaker: the tenant's automatic compactions committed within the last `sinceMs`. */
+    async countTenantAutoCompactions(input: { tenantId: string; sinceMs: number }): Promise<number> {
+      return withTenant(db, input.tenantId, async (tx) => {
+        const result = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM compactions
+           WHERE tenant_id = ${input.tenantId}
+             AND created_at > now() - make_interval(secs => ${input.sinceMs / 1000})
+             AND "trigger" IN ('preflight', 'post_response', 'hygiene')
+             AND status IN ('committed', 'fallback')`.execute(tx);
+        return result.rows[0]?.n ?? 0;
+      });
     },
 
     /** SPEC §4.5: the gpt-5.5 Codex autoraise notice, shown once per tenant (marker persisted per tenant). */

@@ -1,20 +1,25 @@
-// All activities of the worker, built from injected dependencies (one pg pool per process, the summarizer).
+// All activities of the worker, built from injected dependencies (one pg pool per process, the summarizer), each
+// wrapped by the guard (heartbeats, non-retryable classification of errors no retry can fix: activities/guard.ts).
 import type { Kysely } from 'kysely';
-import type { CacheTtl, CompressionConfig, Summarizer } from '../engine/index.js';
+import type { CacheTtl, CompressionConfig, HostPolicy, Summarizer } from '../engine/index.js';
 import type { Database } from '../infra/db/schema.js';
 import type { ProvidersConfig } from '../infra/llm/providers.js';
 import type { SummarizerFor } from './compaction.js';
 import { createCompactionActivities } from './compaction.js';
 import { createConversationActivities } from './conversation.js';
+import { guardActivities } from './guard.js';
 import { createReplayActivities } from './replay.js';
 import { createRespondActivities } from './respond.js';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
   baseConfig: CompressionConfig;
+  /** SPEC §19 host policy keys of config.yaml (defaults when absent). */
+  baseHostPolicy?: HostPolicy;
   summarizer: Summarizer | null;
   /** Per-conversation summarizer (its main model decides the summary model, SPEC §2.3); wins over `summarizer`. */
   summarizerFor?: SummarizerFor;
+  /** How often every activity heartbeats while it runs (ms, default 1,000). */
   heartbeatIntervalMs?: number;
   /** config.yaml `prompt_caching.cache_ttl`. */
   cacheTtl?: CacheTtl | null;
@@ -25,19 +30,21 @@ export interface ActivityDeps {
 }
 
 export function createActivities(deps: ActivityDeps) {
-  return {
-    ...createConversationActivities(deps),
-    ...createCompactionActivities(deps),
-    ...createReplayActivities(deps),
-    ...createRespondActivities({
-      db: deps.db,
-      providers: deps.providers ?? null,
-      cacheTtl: deps.cacheTtl === undefined ? '5m' : deps.cacheTtl,
-      ...(deps.env ? { env: deps.env } : {}),
-      ...(deps.respondTimeoutMs ? { respondTimeoutMs: deps.respondTimeoutMs } : {}),
-      ...(deps.heartbeatIntervalMs ? { heartbeatIntervalMs: deps.heartbeatIntervalMs } : {}),
-    }),
-  };
+  return guardActivities(
+    {
+      ...createConversationActivities(deps),
+      ...createCompactionActivities(deps),
+      ...createReplayActivities(deps),
+      ...createRespondActivities({
+        db: deps.db,
+        providers: deps.providers ?? null,
+        cacheTtl: deps.cacheTtl === undefined ? '5m' : deps.cacheTtl,
+        ...(deps.env ? { env: deps.env } : {}),
+        ...(deps.respondTimeoutMs ? { respondTimeoutMs: deps.respondTimeoutMs } : {}),
+      }),
+    },
+    deps.heartbeatIntervalMs ? { heartbeatIntervalMs: deps.heartbeatIntervalMs } : {},
+  );
 }
 
 export type Activities = ReturnType<typeof createActivities>;

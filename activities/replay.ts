@@ -1,21 +1,32 @@
-// Replay of a failed compaction (SPEC §13.7, issue: operators replaying failed compactions): regenerate the summary
-// from the stored record — same window, same previous summary, same focus topic — with the current summarizer, then
-// swap it in when the compaction is still the latest of its session, else only record it.
-import { ApplicationFailure, heartbeat } from '@temporalio/activity';
+// Replay of a compaction that used the fallback summary (SPEC §13.7, issue: operators replaying failed compactions):
+// regenerate the summary from the stored record — same window, same previous summary, same focus topic — with the
+// current summarizer, then swap it in when the compaction is still the latest of its session, else only record it.
+// Only `fallback` compactions are replayable: an aborted or failed one committed nothing, so there is no summary to
+// replace (the gateway refuses those with 409 before anything runs; this is the same rule, non-retryable).
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
+import { FailureType } from '../contracts/failures.js';
+import { toStorableText } from '../contracts/storableText.js';
 import { buildSummaryRequest, interpretSummaryReply, summaryText } from '../engine/index.js';
 import { replaceReplayedSummary } from '../infra/db/compactionCommit.js';
 import { getCompaction } from '../infra/db/compactions.js';
 import type { Database } from '../infra/db/schema.js';
-import {
-  type CompactionActivityDeps,
-  type CompactionRef,
-  EMPTY_SUMMARY_FAILURE,
-  summarizerForSession,
-} from './compaction.js';
+import { type CompactionActivityDeps, type CompactionRef, summarizerForSession } from './compaction.js';
 import { applyPrune, loadSnapshot, storedPrune } from './compactionSnapshot.js';
 
-export const REPLAYABLE_STATUSES = ['fallback', 'failed', 'aborted'] as const;
+export const REPLAYABLE_STATUSES = ['fallback'] as const;
+
+/** Why a compaction with this status cannot be replayed, or null when it can (SPEC §13.7). */
+export function notReplayableReason(record: { id: string; status: string; conversation_id: string }): string | null {
+  if ((REPLAYABLE_STATUSES as readonly string[]).includes(record.status)) return null;
+  if (record.status === 'aborted' || record.status === 'failed' || record.status === 'rejected') {
+    return (
+      `compaction ${record.id} ended '${record.status}': nothing was committed, so there is no summary to replace. ` +
+      `To compact the live transcript now, POST /v1/conversations/${record.conversation_id}/compact.`
+    );
+  }
+  return `compaction ${record.id} has status '${record.status}'; only compactions that used the fallback summary can be replayed`;
+}
 
 export interface ReplayTarget {
   conversationId: string;
@@ -31,25 +42,21 @@ export interface ApplyReplayResult {
 
 async function replayable(db: Kysely<Database>, ref: CompactionRef) {
   const record = await getCompaction(db, ref.tenantId, ref.compactionId);
-  if (!record) throw ApplicationFailure.nonRetryable(`compaction ${ref.compactionId} not found`, 'NotFound');
-  if (!(REPLAYABLE_STATUSES as readonly string[]).includes(record.status)) {
-    throw ApplicationFailure.nonRetryable(
-      `compaction ${ref.compactionId} has status '${record.status}'; only ${REPLAYABLE_STATUSES.join(', ')} can be replayed`,
-      'NotReplayable',
-    );
+  if (!record) {
+    throw ApplicationFailure.nonRetryable(`compaction ${ref.compactionId} not found`, FailureType.NotFound);
   }
+  const reason = notReplayableReason(record);
+  if (reason) throw ApplicationFailure.nonRetryable(reason, FailureType.NotReplayable);
   if (!record.plan || !storedPrune(record)) {
     throw ApplicationFailure.nonRetryable(
       `compaction ${ref.compactionId} stopped before its window was stored; there is nothing to replay`,
-      'NotReplayable',
+      FailureType.NotReplayable,
     );
   }
   return record;
 }
 
-export function createReplayActivities(
-  deps: Pick<CompactionActivityDeps, 'db' | 'summarizer' | 'heartbeatIntervalMs'>,
-) {
+export function createReplayActivities(deps: Pick<CompactionActivityDeps, 'db' | 'summarizer' | 'summarizerFor'>) {
   const { db } = deps;
   return {
     async describeReplay(ref: CompactionRef): Promise<ReplayTarget> {
@@ -62,7 +69,10 @@ export function createReplayActivities(
       const record = await replayable(db, ref);
       const summarizer = await summarizerForSession(deps, ref.tenantId, record.session_id);
       if (!summarizer) {
-        throw ApplicationFailure.nonRetryable('no summary provider is configured; replay needs one', 'NoSummarizer');
+        throw ApplicationFailure.nonRetryable(
+          'no summary provider is configured; replay needs one',
+          FailureType.NoSummarizer,
+        );
       }
       const snapshot = await loadSnapshot(db, ref.tenantId, record);
       const pruned = applyPrune(snapshot.input, storedPrune(record)!);
@@ -71,17 +81,12 @@ export function createReplayActivities(
         focusTopic: record.focus_topic,
         contextLength: snapshot.plan.contextLength,
       });
-      if (built.noop !== false) throw ApplicationFailure.nonRetryable('window has no turns to summarise', 'NoWindow');
-      const interval = setInterval(() => heartbeat(), deps.heartbeatIntervalMs ?? 5_000);
-      let reply: unknown;
-      try {
-        reply = await summarizer(built.request);
-      } finally {
-        clearInterval(interval);
+      if (built.noop !== false) {
+        throw ApplicationFailure.nonRetryable('window has no turns to summarise', FailureType.NoWindow);
       }
-      const outcome = interpretSummaryReply(reply);
-      if (!outcome.ok) throw ApplicationFailure.nonRetryable('summary reply was empty', EMPTY_SUMMARY_FAILURE);
-      return outcome.body;
+      const outcome = interpretSummaryReply(await summarizer(built.request));
+      if (!outcome.ok) throw ApplicationFailure.nonRetryable('summary reply was empty', FailureType.EmptySummary);
+      return toStorableText(outcome.body);
     },
 
     async applyReplay(ref: CompactionRef & { summaryBody: string }): Promise<ApplyReplayResult> {

@@ -1,18 +1,21 @@
 // The agent turn of chat backend mode (issue: LLM providers §3): send the prepared request (active transcript,
-// sanitised, cache-marked for Claude on Anthropic/OpenRouter with the configured TTL) to the main model, store the
-// assistant reply and the turn's usage with its cache economics. Idempotent by the workflow's turn key: a retry
-// after the reply was stored returns the stored reply and never calls the model again.
-import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
+// sanitised, cache-marked for Claude on Anthropic/OpenRouter with the configured TTL) to the main model, then store
+// the reply and the turn's usage with its cache economics in ONE transaction, keyed by the turn id. A retry — after
+// a worker crash at any point, or a client's retried request — finds the stored turn and never calls the model again
+// (issue #9 §2).
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
-import { type CacheTtl, type ChatMessage, estimateMessageTokensRough, sanitizeToolPairs } from '../engine/index.js';
+import { FailureType } from '../contracts/failures.js';
+import { type CacheTtl, type ChatMessage, sanitizeToolPairs } from '../engine/index.js';
 import { updateCompaction } from '../infra/db/compactions.js';
-import { appendMessages, loadRowsByIds, loadTranscript, transcriptTotals } from '../infra/db/messages.js';
+import { appendToConversation } from '../infra/db/conversationAppend.js';
+import { getConversation, totalsOf } from '../infra/db/conversations.js';
+import { loadRowsByIds, loadTranscript } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
-import { withTenant } from '../infra/db/tenant.js';
-import { getTurn, recordTurn } from '../infra/db/turns.js';
+import { getTurn, insertTurn, type TurnRecord } from '../infra/db/turns.js';
 import { chatCompletion } from '../infra/llm/chat.js';
 import { createProviderClient } from '../infra/llm/clients.js';
-import { ProviderKeyMissingError, type ProvidersConfig } from '../infra/llm/providers.js';
+import { chatProviderOf, chatProviderProblem, type ProvidersConfig } from '../infra/llm/providers.js';
 import type { ChatTool, ChatUsage } from '../infra/llm/types.js';
 
 export interface RespondDeps {
@@ -23,7 +26,6 @@ export interface RespondDeps {
   /** Per-request timeout of the main model, ms (default 300 s). */
   respondTimeoutMs?: number;
   env?: Readonly<Record<string, string | undefined>>;
-  heartbeatIntervalMs?: number;
 }
 
 export interface RespondInput {
@@ -32,22 +34,24 @@ export interface RespondInput {
   sessionId: string;
   model: string;
   provider: string | null;
+  /** The turn id (derived by the gateway from the request's idempotency keys). */
   turnKey: string;
   tools: ChatTool[] | null;
   afterCompactionId: string | null;
 }
 
 export interface RespondResult {
-  message: ChatMessage;
+  /** The stored reply's row id (its content is read from PostgreSQL, not carried through Temporal). */
+  messageId: number;
   finishReason: string | null;
   usage: ChatUsage;
   cachingEnabled: boolean;
   tokenEstimate: number;
-  activeMessages: number;
-  activeTokens: number;
+  /** The conversation's totals after the reply. */
+  totals: { version: number; activeMessages: number; activeTokens: number };
 }
 
-function usageOf(turn: NonNullable<Awaited<ReturnType<typeof getTurn>>>): ChatUsage {
+function usageOf(turn: TurnRecord): ChatUsage {
   return {
     prompt_tokens: turn.promptTokens,
     completion_tokens: turn.completionTokens,
@@ -60,107 +64,88 @@ function usageOf(turn: NonNullable<Awaited<ReturnType<typeof getTurn>>>): ChatUs
 
 export function createRespondActivities(deps: RespondDeps) {
   const { db } = deps;
+  const env = deps.env ?? process.env;
 
-  async function storedReply(input: RespondInput): Promise<RespondResult | null> {
+  /** The turn as stored by an earlier attempt (reply and turn are written together), or null. */
+  async function storedTurn(input: RespondInput): Promise<RespondResult | null> {
     const turn = await getTurn(db, input.tenantId, input.turnKey);
     if (!turn?.messageId) return null;
     const [row] = await loadRowsByIds(db, input.tenantId, [turn.messageId]);
-    if (!row) return null;
-    const totals = await transcriptTotals(db, input.tenantId, input.sessionId);
+    const conversation = await getConversation(db, input.tenantId, input.conversationId);
+    if (!row || !conversation) return null;
     return {
-      message: row.message,
+      messageId: turn.messageId,
       finishReason: turn.finishReason,
       usage: usageOf(turn),
       cachingEnabled: turn.cachingEnabled,
       tokenEstimate: row.tokenEstimate,
-      ...totals,
+      totals: totalsOf(conversation),
     };
-  }
-
-  async function messageIdByKey(tenantId: string, sessionId: string, key: string): Promise<number | null> {
-    const row = await withTenant(db, tenantId, (tx) =>
-      tx
-        .selectFrom('messages')
-        .select('id')
-        .where('session_id', '=', sessionId)
-        .where('idempotency_key', '=', key)
-        .executeTakeFirst(),
-    );
-    return row?.id ?? null;
   }
 
   return {
     async respond(input: RespondInput): Promise<RespondResult> {
-      const stored = await storedReply(input);
+      const stored = await storedTurn(input);
       if (stored) return stored;
-      const providerId = input.provider ?? deps.providers?.main.provider ?? null;
-      const provider = providerId ? deps.providers?.providers.get(providerId) : undefined;
-      if (!provider) {
-        throw ApplicationFailure.nonRetryable(
-          providerId
-            ? `provider '${providerId}' is not configured (config.yaml providers.${providerId})`
-            : 'no LLM provider is configured for this conversation (config.yaml providers / model.provider)',
-          'NoProvider',
-        );
+      const problem = chatProviderProblem(deps.providers, input.provider, env);
+      const provider = chatProviderOf(deps.providers, input.provider);
+      if (problem || !provider) {
+        const type = provider ? FailureType.ProviderKeyMissing : FailureType.NoProvider;
+        throw ApplicationFailure.nonRetryable(problem ?? 'no LLM provider is configured', type);
       }
-      let client: ReturnType<typeof createProviderClient>;
-      try {
-        client = createProviderClient(provider, {
-          timeoutMs: deps.respondTimeoutMs ?? 300_000,
-          ...(deps.env ? { env: deps.env } : {}),
-        });
-      } catch (err) {
-        if (err instanceof ProviderKeyMissingError)
-          throw ApplicationFailure.nonRetryable(err.message, 'ProviderKeyMissing');
-        throw err;
-      }
+      const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
       const rows = await loadTranscript(db, input.tenantId, input.sessionId);
-      const messages = sanitizeToolPairs(rows.map((r) => r.message));
-      const interval = setInterval(() => heartbeat(), deps.heartbeatIntervalMs ?? 5_000);
-      let result: Awaited<ReturnType<typeof chatCompletion>>;
-      try {
-        result = await chatCompletion({
-          provider: client,
-          model: input.model,
-          messages,
-          ...(input.tools ? { tools: input.tools } : {}),
-          cache: deps.cacheTtl ? { ttl: deps.cacheTtl } : null,
-          signal: Context.current().cancellationSignal,
-        });
-      } finally {
-        clearInterval(interval);
-      }
-      await appendMessages(db, input.tenantId, input.sessionId, [
-        { message: result.message, idempotencyKey: input.turnKey },
-      ]);
-      const messageId = await messageIdByKey(input.tenantId, input.sessionId, input.turnKey);
-      await recordTurn(db, input.tenantId, {
-        id: input.turnKey,
-        sessionId: input.sessionId,
-        conversationId: input.conversationId,
+      const messages: ChatMessage[] = sanitizeToolPairs(rows.map((r) => r.message));
+      const result = await chatCompletion({
+        provider: client,
         model: input.model,
-        provider: provider.id,
-        messageId,
-        finishReason: result.finishReason,
-        promptTokens: result.usage.prompt_tokens,
-        completionTokens: result.usage.completion_tokens,
-        cacheReadTokens: result.usage.cache_read_tokens,
-        cacheWriteTokens: result.usage.cache_write_tokens,
-        uncachedInputTokens: result.usage.uncached_input_tokens,
-        cachingEnabled: result.cachingEnabled,
-        afterCompactionId: input.afterCompactionId,
+        messages,
+        ...(input.tools ? { tools: input.tools } : {}),
+        cache: deps.cacheTtl ? { ttl: deps.cacheTtl } : null,
+        signal: Context.current().cancellationSignal,
       });
-      // A retry that raced an earlier attempt's append returns what the transcript holds.
-      const reread = await storedReply(input);
-      if (reread) return reread;
-      const totals = await transcriptTotals(db, input.tenantId, input.sessionId);
+      // The reply and the turn record in one transaction: a crash leaves both or neither.
+      const appended = await appendToConversation(
+        db,
+        input.tenantId,
+        input.conversationId,
+        [{ message: result.message, idempotencyKey: input.turnKey }],
+        {
+          within: async (tx, append) => {
+            const reply = append.appended[0];
+            if (!reply) return; // stored by a concurrent attempt, which also recorded the turn
+            await insertTurn(tx, input.tenantId, {
+              id: input.turnKey,
+              sessionId: append.sessionId,
+              conversationId: input.conversationId,
+              model: input.model,
+              provider: provider.id,
+              messageId: reply.id,
+              finishReason: result.finishReason,
+              promptTokens: result.usage.prompt_tokens,
+              completionTokens: result.usage.completion_tokens,
+              cacheReadTokens: result.usage.cache_read_tokens,
+              cacheWriteTokens: result.usage.cache_write_tokens,
+              uncachedInputTokens: result.usage.uncached_input_tokens,
+              cachingEnabled: result.cachingEnabled,
+              afterCompactionId: input.afterCompactionId,
+            });
+          },
+        },
+      );
+      const reply = appended.appended[0];
+      if (!reply) {
+        const again = await storedTurn(input);
+        if (again) return again;
+        throw new Error(`turn ${input.turnKey}: the reply was stored by another attempt but its turn is missing`);
+      }
       return {
-        message: result.message,
+        messageId: reply.id,
         finishReason: result.finishReason,
         usage: result.usage,
         cachingEnabled: result.cachingEnabled,
-        tokenEstimate: estimateMessageTokensRough(result.message),
-        ...totals,
+        tokenEstimate: reply.tokenEstimate,
+        totals: appended.totals!,
       };
     },
 

@@ -20,10 +20,10 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import type { ConversationStart } from '../clients/conversations.js';
 import { type ChatMessage, ContextCompressor, type Summarizer } from '../engine/index.js';
 import { ensureTenant } from '../infra/db/tenants.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
-import type { ConversationStart } from '../infra/temporal/conversationClient.js';
 import { type DevServer, startDevServer } from '../infra/temporal/devServer.js';
 import { createTestDatabase, type TestDatabase } from '../test/harness/db.js';
 import { createStackAt, type StackAt } from '../test/harness/stackAt.js';
@@ -127,7 +127,7 @@ const toMs = (t: { seconds?: unknown; nanos?: number | null } | null | undefined
 
 /** Run time (started → completed) of each phase activity in the compaction child's history. */
 async function activityTimes(stack: StackAt, workflowId: string): Promise<Record<string, number>> {
-  const history = await stack.client.client.workflow.getHandle(workflowId).fetchHistory();
+  const history = await stack.temporal.client.workflow.getHandle(workflowId).fetchHistory();
   const names = new Map<string, string>();
   const started = new Map<string, number>();
   const phases: Record<string, number> = {};

@@ -298,6 +298,15 @@ export class ContextCompressor implements ContextEngine {
     if (record.stats !== undefined) this.stats = record.stats;
   }
 
+  /**
+   * A compaction that was not committed because it did not make the transcript smaller (the host's minimum-gain
+   * rule, SPEC §19): it counts as an ineffective strike (§7.4), so two in a row trip the guard.
+   */
+  recordIneffective(): void {
+    this.state.ineffectiveStrikes += 1;
+    evaluateTrip(this.state, this.now());
+  }
+
   /** S9 after a no-op (§8.1, §7.5): structural backoff. `tokensBefore` = estimate of the input (stats). */
   recordNoop(reason: NoopReason, tokensBefore = 0): void {
     this.state.structuralBackoffUntil = this.now() + STRUCTURAL_BACKOFF_S * MS;

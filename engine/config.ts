@@ -134,6 +134,49 @@ const COMPRESSION_RULES: CompressionRules = {
 
 const COMPRESSION_KEYS = Object.keys(COMPRESSION_RULES) as (keyof CompressionConfig)[];
 
+// ---------------------------------------------------------------------------------------------------------------
+// Host policy keys of SPEC §19: more `compression.*` keys, read by the host (workflows, gateway), not by the engine
+// of §17 (its CompressionConfig keeps exactly the twenty keys of §2.2). Validated like every key of §2.2.
+
+export interface HostPolicy {
+  /** Frequency breaker per conversation: automatic compactions in a rolling hour (null: no limit). */
+  maxAutoPerHour: number | null;
+  /** The same breaker across a tenant's conversations (null: off). */
+  tenantMaxAutoPerHour: number | null;
+  /** Fixed-point detector: a new summary at least this similar to the previous one, without new user input. */
+  fixedPointSimilarity: number;
+  /** Minimum-gain rule: a compaction saving fewer estimated tokens is not committed (a strike, §7.4). */
+  minGainTokens: number;
+}
+
+/** SPEC §19 defaults. */
+export const DEFAULT_HOST_POLICY: Readonly<HostPolicy> = Object.freeze({
+  maxAutoPerHour: 6,
+  tenantMaxAutoPerHour: null,
+  fixedPointSimilarity: 0.95,
+  minGainTokens: 1,
+});
+
+const HOST_POLICY_RULES: { [K in keyof HostPolicy]: FieldRule<HostPolicy[K]> } = {
+  maxAutoPerHour: { allowed: 'integer ≥ 1, or null (no limit)', schema: z.number().int().min(1).nullable() },
+  tenantMaxAutoPerHour: { allowed: 'integer ≥ 1, or null', schema: z.number().int().min(1).nullable() },
+  fixedPointSimilarity: { allowed: 'number in (0, 1]', schema: z.number().gt(0).lte(1) },
+  minGainTokens: integerAtLeast(0),
+};
+
+const HOST_POLICY_KEYS = Object.keys(HOST_POLICY_RULES) as (keyof HostPolicy)[];
+
+/** Never throws: a missing or invalid value takes its default (like the lenient engine configuration, §2.1). */
+export function normalizeHostPolicy(partial?: unknown): HostPolicy {
+  const source = isPlainObject(partial) ? partial : {};
+  const result = {} as Record<keyof HostPolicy, unknown>;
+  for (const key of HOST_POLICY_KEYS) {
+    const parsed = source[key] === undefined ? null : HOST_POLICY_RULES[key].schema.safeParse(source[key]);
+    result[key] = parsed?.success ? parsed.data : DEFAULT_HOST_POLICY[key];
+  }
+  return result as HostPolicy;
+}
+
 function toSnakeCase(camel: string): string {
   return camel.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 }
@@ -141,6 +184,10 @@ function toSnakeCase(camel: string): string {
 /** snake_case config.yaml key → camelCase `CompressionConfig` key. */
 export const COMPRESSION_SNAKE_TO_CAMEL: Readonly<Record<string, keyof CompressionConfig>> = Object.freeze(
   Object.fromEntries(COMPRESSION_KEYS.map((camel) => [toSnakeCase(camel), camel])),
+);
+
+const HOST_SNAKE_TO_CAMEL: Readonly<Record<string, keyof HostPolicy>> = Object.freeze(
+  Object.fromEntries(HOST_POLICY_KEYS.map((camel) => [toSnakeCase(camel), camel])),
 );
 
 /** `CompressionConfig` → the snake_case shape of config.yaml's `compression` section. */
@@ -207,23 +254,39 @@ function validateSection<R extends Record<string, FieldRule<unknown>>>(
   return out as { [K in keyof R]?: R[K] extends FieldRule<infer T> ? T : never };
 }
 
-const SNAKE_COMPRESSION_RULES: Record<string, FieldRule<unknown>> = Object.fromEntries(
-  COMPRESSION_KEYS.map((camel) => [toSnakeCase(camel), COMPRESSION_RULES[camel] as FieldRule<unknown>]),
-);
+/** Every key of the `compression` section: SPEC §2.2 and the host policy keys of §19. */
+const SNAKE_COMPRESSION_RULES: Record<string, FieldRule<unknown>> = Object.fromEntries([
+  ...COMPRESSION_KEYS.map((camel) => [toSnakeCase(camel), COMPRESSION_RULES[camel] as FieldRule<unknown>]),
+  ...HOST_POLICY_KEYS.map((camel) => [toSnakeCase(camel), HOST_POLICY_RULES[camel] as FieldRule<unknown>]),
+]);
+
+/** A validated `compression` section split into the engine's keys (§2.2) and the host's (§19). */
+export interface CompressionOverrides {
+  engine: Partial<CompressionConfig>;
+  host: Partial<HostPolicy>;
+}
 
 /**
- * Strictly validates a (possibly partial) snake_case `compression` object, e.g. a per-tenant policy override.
- * Throws `ConfigError` with keys named `<keyPrefix>.<key>`. `null`/absent is an empty override.
+ * Strictly validates a (possibly partial) snake_case `compression` object, e.g. a per-tenant policy override, with
+ * the §2.2 and §19 keys. Throws `ConfigError` with keys named `<keyPrefix>.<key>`. `null`/absent is empty.
  */
-export function validateCompressionOverrides(raw: unknown, keyPrefix = 'compression'): Partial<CompressionConfig> {
+export function validateCompressionSection(raw: unknown, keyPrefix = 'compression'): CompressionOverrides {
   const section = sectionObject(keyPrefix, raw);
   const validated = validateSection(keyPrefix, section, SNAKE_COMPRESSION_RULES);
-  const out: Partial<Record<keyof CompressionConfig, unknown>> = {};
+  const engine: Partial<Record<keyof CompressionConfig, unknown>> = {};
+  const host: Partial<Record<keyof HostPolicy, unknown>> = {};
   for (const [snakeKey, value] of Object.entries(validated)) {
     const camel = COMPRESSION_SNAKE_TO_CAMEL[snakeKey];
-    if (camel) out[camel] = value;
+    if (camel) engine[camel] = value;
+    const hostKey = HOST_SNAKE_TO_CAMEL[snakeKey];
+    if (hostKey) host[hostKey] = value;
   }
-  return out as Partial<CompressionConfig>;
+  return { engine: engine as Partial<CompressionConfig>, host: host as Partial<HostPolicy> };
+}
+
+/** The §2.2 keys of a validated `compression` section (the §19 keys are validated too, then left out). */
+export function validateCompressionOverrides(raw: unknown, keyPrefix = 'compression'): Partial<CompressionConfig> {
+  return validateCompressionSection(raw, keyPrefix).engine;
 }
 
 const URL_PATTERN = /^https?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
@@ -267,6 +330,8 @@ export interface AuxiliaryCompressionConfig {
 
 export interface OwnedConfig {
   compression: CompressionConfig;
+  /** SPEC §19 host policy keys of the `compression` section. */
+  hostPolicy: HostPolicy;
   auxiliary: AuxiliaryCompressionConfig;
   promptCaching: { cacheTtl: CacheTtl | null };
   context: { engine: string };
@@ -312,9 +377,10 @@ function parseModel(root: PlainObject): { contextLength: number | null } {
 export function parseOwnedConfig(raw: unknown): OwnedConfig {
   const root = raw === undefined || raw === null ? {} : raw;
   if (!isPlainObject(root)) throw new ConfigError('', 'Invalid configuration: expected a mapping at the top level');
-  const overrides = validateCompressionOverrides(root.compression, 'compression');
+  const overrides = validateCompressionSection(root.compression, 'compression');
   return {
-    compression: { ...normalizeCompressionConfig({}), ...overrides },
+    compression: { ...normalizeCompressionConfig({}), ...overrides.engine },
+    hostPolicy: { ...DEFAULT_HOST_POLICY, ...overrides.host },
     auxiliary: parseAuxiliary(root),
     promptCaching: parsePromptCaching(root),
     context: parseContext(root),

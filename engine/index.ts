@@ -20,6 +20,7 @@ export * from './phases.js';
 export * from './pruning.js';
 export * from './reassembly.js';
 export * from './sanitizer.js';
+export * from './similarity.js';
 export * from './summaryPrompt.js';
 export * from './text.js';
 export * from './thresholds.js';

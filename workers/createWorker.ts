@@ -29,5 +29,8 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
       ? timeActivities(createActivities(options), options.metrics.phaseDuration)
       : createActivities(options),
     shutdownGraceTime: options.shutdownGraceTime ?? '5 seconds',
+    // After a crash, tasks of this worker's sticky queue move to the shared queue after this long (default 10 s),
+    // part of the recovery time after a worker is killed (issue #9 §5).
+    stickyQueueScheduleToStartTimeout: '2 seconds',
   });
 }

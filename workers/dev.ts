@@ -11,9 +11,11 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime } from '@temporalio/worker';
+import { Conversations } from '../clients/conversations.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
+import { chatProviderProblem } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
 import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
 import { ConversationClient } from '../infra/temporal/conversationClient.js';
@@ -24,6 +26,7 @@ import { runDemo } from './demo.js';
 import { buildGateway } from './gateway/app.js';
 import { defaultModelFrom } from './gateway/defaults.js';
 import { llmDepsFromConfig } from './llmDeps.js';
+import { closeHttp, handleShutdown, type ShutdownStep } from './shutdown.js';
 
 const args = new Set(process.argv.slice(2));
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -44,13 +47,15 @@ function adminKey(): string {
 }
 
 const config = loadConfig();
-const stops: Array<() => Promise<void>> = [];
+/** Shutdown steps, first to last: the gateway, the worker, the database pool, the databases, Temporal. */
+const stops: ShutdownStep[] = [];
+const step = (name: string, run: () => Promise<void>): ShutdownStep => ({ name, run });
 
 let databaseUrl = process.env.DATABASE_URL;
 let maxConnections = 10;
 if (!databaseUrl) {
   const embedded = await startEmbeddedPostgres({ dataDir: join(dataDir, 'pglite') });
-  stops.unshift(embedded.stop);
+  stops.unshift(step('embedded PostgreSQL', embedded.stop));
   databaseUrl = embedded.url;
   maxConnections = embedded.maxConnections;
   console.log(`PostgreSQL:  embedded PGlite in ${join(dataDir, 'pglite')} (set DATABASE_URL to use a server)`);
@@ -58,7 +63,7 @@ if (!databaseUrl) {
   console.log(`PostgreSQL:  ${databaseUrl.replace(/:[^:@/]*@/, ':***@')}`);
 }
 const db = createDb({ connectionString: databaseUrl, maxConnections });
-stops.unshift(() => db.destroy());
+stops.unshift(step('PostgreSQL pool', () => db.destroy()));
 await migrateToLatest(db);
 
 const server = await startDevServer({
@@ -67,7 +72,7 @@ const server = await startDevServer({
   dbFile: join(dataDir, 'temporal.sqlite'),
   searchAttributes: SEARCH_ATTRIBUTES,
 });
-stops.push(server.stop);
+stops.push(step('Temporal dev server', server.stop));
 
 const metrics = createMetrics({ db });
 const nativeConnection = await NativeConnection.connect({ address: server.address });
@@ -76,33 +81,37 @@ const worker = await createWorker({
   connection: nativeConnection,
   db,
   baseConfig: config.compression,
+  baseHostPolicy: config.hostPolicy,
   summarizer: null,
   metrics,
   ...llm,
 });
 const workerRun = worker.run();
-stops.unshift(async () => {
-  // The Temporal runtime already begins shutting workers down on SIGINT/SIGTERM.
-  if (worker.getState() === 'RUNNING') worker.shutdown();
-  await workerRun.catch(() => undefined);
-  await nativeConnection.close();
-});
+stops.unshift(
+  step('worker', async () => {
+    // The Temporal runtime already begins shutting workers down on SIGINT/SIGTERM (it drains, then run() ends).
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await workerRun.catch(() => undefined);
+    await nativeConnection.close();
+  }),
+);
 
 const connection = await Connection.connect({ address: server.address });
 const key = adminKey();
 const app = await buildGateway({
   db,
-  conversations: new ConversationClient(connection),
+  conversations: new Conversations(db, new ConversationClient(connection), {
+    chatProblem: (row) => chatProviderProblem(llm.providers ?? null, row.provider, process.env),
+  }),
   metrics,
   adminKey: key,
+  metricsKey: process.env.DURABLE_CONTEXT_METRICS_KEY || null,
   cacheTtl: config.promptCaching.cacheTtl,
   defaultModel: defaultModelFrom(config),
 });
 const apiUrl = await app.listen({ port: Number(process.env.GATEWAY_PORT ?? 8080), host: '127.0.0.1' });
-stops.unshift(async () => {
-  await app.close();
-  await connection.close();
-});
+stops.unshift(step('Temporal client', () => connection.close()));
+stops.unshift(closeHttp(app));
 
 console.log(`API:         ${apiUrl}/v1`);
 console.log(`Docs:        ${apiUrl}/docs`);
@@ -114,16 +123,7 @@ console.log(
     : 'Summaries:   no LLM provider configured → deterministic fallback summaries (see README: LLM providers)',
 );
 
-let stopping = false;
-async function shutdown(code = 0): Promise<never> {
-  if (!stopping) {
-    stopping = true;
-    for (const stop of stops) await stop().catch((err) => console.error(err));
-  }
-  process.exit(code);
-}
-process.on('SIGINT', () => void shutdown(0));
-process.on('SIGTERM', () => void shutdown(0));
+const shutdown = handleShutdown(stops);
 
 if (args.has('--demo')) {
   try {

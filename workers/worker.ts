@@ -1,6 +1,8 @@
 // `npm run worker`: the Temporal worker of the `conversations` task queue as its own process.
 // Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default), DATABASE_URL (else the
 // local cluster of infra/postgres/ensure.sh), DURABLE_CONTEXT_CONFIG (config.yaml path; ./config.yaml if present).
+// SIGTERM/SIGINT: the Temporal runtime stops polling and lets running activities finish (shutdownGraceTime), then
+// run() resolves; the connection and the pool are closed and the process exits 0.
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb } from '../infra/db/connect.js';
@@ -19,6 +21,7 @@ const worker = await createWorker({
   namespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
   db,
   baseConfig: config.compression,
+  baseHostPolicy: config.hostPolicy,
   summarizer: null,
   ...llm,
 });
@@ -34,3 +37,4 @@ try {
   await connection.close();
   await db.destroy();
 }
+console.log('Worker stopped.');

@@ -9,30 +9,16 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { CompactionActivities } from '../activities/compaction.js';
+import { FailureType } from '../contracts/failures.js';
 import type { CompressionStats, SummaryFailureClass } from '../engine/index.js';
+import { type CompactionTimeouts, phaseActivityOptions, summaryActivityOptions } from './activityOptions.js';
 import type { CompactionStatus, CompactionTrigger } from './definitions.js';
 import {
   CompactionStatus as CompactionStatusKey,
   CompactionTrigger as CompactionTriggerKey,
 } from './searchAttributes.js';
 
-export interface CompactionTimeouts {
-  /** Per-phase start-to-close for align, prune and reassemble (seconds). */
-  phaseSeconds: number;
-  /** SPEC §9.2: one summarizer attempt (auxiliary.compression.timeout or summary_timeout_seconds). */
-  summaryAttemptSeconds: number;
-  /** SPEC §9.2: all summarizer attempts together (compaction_ceiling_seconds). */
-  summaryCeilingSeconds: number;
-  /** Heartbeat timeout of the summarize activity (seconds). */
-  summaryHeartbeatSeconds: number;
-}
-
-export const DEFAULT_COMPACTION_TIMEOUTS: CompactionTimeouts = {
-  phaseSeconds: 60,
-  summaryAttemptSeconds: 120,
-  summaryCeilingSeconds: 600,
-  summaryHeartbeatSeconds: 30,
-};
+export { type CompactionTimeouts, DEFAULT_COMPACTION_TIMEOUTS } from './activityOptions.js';
 
 export interface CompactionInput {
   tenantId: string;
@@ -48,7 +34,13 @@ export interface CompactionInput {
   /** False while the summary cooldown is active and the compaction is not forced (SPEC §9.3: class cooldown). */
   summaryAllowed: boolean;
   abortOnSummaryFailure: boolean;
-  requireSmaller: boolean;
+  /**
+   * Estimated tokens the reassembled transcript must save to be committed (SPEC §19 min_gain_tokens; at least 1 for
+   * hygiene, SPEC §11.3 step 3); null: none (manual). A compaction saving less is recorded as `rejected`.
+   */
+  requiredGain: number | null;
+  /** Hygiene (SPEC §11.3): compact the history before this row (the incoming message); null: the whole transcript. */
+  beforeRowId: number | null;
   platform: string;
   limits: { protectFirstN: number; protectLastN: number; minTailUserMessages: number; tailTokenBudget: number };
   contextLength: number;
@@ -65,32 +57,16 @@ export interface CompactionOutcome {
   summarizerCalled: boolean;
   failureClass: SummaryFailureClass | null;
   stats: CompressionStats | null;
-  activeMessages: number | null;
-  activeTokens: number | null;
+  /** The conversation's totals right after the commit (null when nothing was committed). */
+  totals: { version: number; activeMessages: number; activeTokens: number } | null;
+  /** Similarity of the new summary body to the previous one (SPEC §19 fixed point), null without a previous one. */
+  similarity: number | null;
   error: string | null;
 }
 
 function phases(t: CompactionTimeouts) {
-  const phase = proxyActivities<CompactionActivities>({
-    startToCloseTimeout: `${t.phaseSeconds} seconds`,
-    retry: {
-      initialInterval: '200 milliseconds',
-      backoffCoefficient: 2,
-      maximumInterval: '5 seconds',
-      maximumAttempts: 8,
-    },
-  });
-  const summary = proxyActivities<CompactionActivities>({
-    startToCloseTimeout: `${t.summaryAttemptSeconds} seconds`,
-    scheduleToCloseTimeout: `${t.summaryCeilingSeconds} seconds`,
-    heartbeatTimeout: `${t.summaryHeartbeatSeconds} seconds`,
-    retry: {
-      initialInterval: '2 seconds',
-      backoffCoefficient: 2,
-      maximumAttempts: 3,
-      nonRetryableErrorTypes: ['EmptySummary', 'NoWindow', 'NotFound'],
-    },
-  });
+  const phase = proxyActivities<CompactionActivities>(phaseActivityOptions(t));
+  const summary = proxyActivities<CompactionActivities>(summaryActivityOptions(t));
   return { phase, summary };
 }
 
@@ -117,8 +93,8 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
     summarizerCalled: false,
     failureClass: null,
     stats: null,
-    activeMessages: null,
-    activeTokens: null,
+    totals: null,
+    similarity: null,
     error: null,
   };
   const mark = (status: string, details: string) => {
@@ -141,7 +117,12 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
     previousSummary: input.previousSummary,
   });
 
-  const aligned = await phase.align({ ...ref, ...input.limits, contextLength: input.contextLength });
+  const aligned = await phase.align({
+    ...ref,
+    ...input.limits,
+    contextLength: input.contextLength,
+    beforeRowId: input.beforeRowId,
+  });
   if (aligned.noop !== false) {
     outcome.status = 'noop';
     outcome.noopReason = aligned.noop;
@@ -166,7 +147,7 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
       }
     } catch (err) {
       outcome.summarizerCalled = true;
-      failureClass = failureType(err) === 'EmptySummary' ? 'empty' : 'error';
+      failureClass = failureType(err) === FailureType.EmptySummary ? 'empty' : 'error';
       outcome.error = failureMessage(err);
     }
   }
@@ -184,7 +165,7 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
     const result = await phase.reassemble({
       ...ref,
       fallbackFailureClass: failureClass,
-      requireSmaller: input.requireSmaller,
+      requiredGain: input.requiredGain,
       newSessionId: input.inPlace ? null : input.newSessionId,
       platform: input.platform,
     });
@@ -194,8 +175,8 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
       summaryBody: result.summaryBody,
       fallbackUsed: result.status === 'fallback',
       stats: result.stats,
-      activeMessages: result.activeMessages,
-      activeTokens: result.activeTokens,
+      totals: result.totals,
+      similarity: result.similarity,
     });
     mark(
       result.status,

@@ -1,6 +1,7 @@
 // The conversation entity workflow (DESIGN.md §3): one per conversation, ID `conv:<tenant>:<conversation>`.
-// Handlers only validate and enqueue; one main loop drains the queue in order (ConversationEntity does the work).
-// The engine's state lives here as plain JSON and travels through continue-as-new; transcripts stay in PostgreSQL.
+// Handlers only validate and enqueue; one main loop works the queue in order (ConversationEntity does the work).
+// Messages are committed to PostgreSQL before the workflow hears of them (content-free StoredBatch notifications),
+// so the workflow holds decisions and ids only; its state travels through continue-as-new, transcripts never do.
 import {
   allHandlersFinished,
   condition,
@@ -12,7 +13,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ConversationActivities } from '../activities/conversation.js';
-import { normalizeCompressorState } from '../engine/index.js';
+import { DEFAULT_HOST_POLICY, normalizeCompressorState, normalizeHostPolicy } from '../engine/index.js';
+import { storeActivityOptions } from './activityOptions.js';
 import { type CompactionTimeouts, DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
 import { ConversationEntity } from './conversationEntity.js';
 import { resolveWindow } from './conversationRules.js';
@@ -20,40 +22,39 @@ import {
   type CarriedState,
   type ConversationInput,
   EMPTY_CACHE_TELEMETRY,
+  skipGaps,
   startingStatus,
 } from './conversationState.js';
 import {
+  batchStoredSignal,
   type ChatTurnRequest,
   type CompactionResult,
   type CompactRequest,
   type ConversationStatus,
   chatTurnUpdate,
   compactUpdate,
-  type SubmitMessages,
+  type StoredBatch,
   type SwitchModelRequest,
   statusQuery,
-  submitMessagesSignal,
   summaryReplacedSignal,
   switchModelUpdate,
-  syncUpdate,
   type TurnResult,
 } from './definitions.js';
 import { newSessionId } from './ids.js';
-import { validateSubmit } from './validation.js';
+import { validateStoredBatch } from './validation.js';
 
 export type { CarriedState, ConversationInput } from './conversationState.js';
 
 type QueueItem =
-  | { kind: 'submit'; batch: SubmitMessages }
+  | { kind: 'batch'; batch: StoredBatch }
   | { kind: 'chat'; request: ChatTurnRequest; done: Trigger<TurnResult> }
   | { kind: 'compact'; request: CompactRequest; done: Trigger<CompactionResult> }
-  | { kind: 'switchModel'; request: SwitchModelRequest; done: Trigger<ConversationStatus> }
-  | { kind: 'sync'; done: Trigger<ConversationStatus> };
+  | { kind: 'switchModel'; request: SwitchModelRequest; done: Trigger<ConversationStatus> };
 
-const store = proxyActivities<ConversationActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
-});
+const store = proxyActivities<ConversationActivities>(storeActivityOptions);
+
+/** A notification that never came (its gateway died between commit and signal) is waited for this long. */
+const DEFAULT_GAP_WAIT_MS = 2_000;
 
 export async function conversationWorkflow(input: ConversationInput): Promise<void> {
   const timeouts: CompactionTimeouts = { ...DEFAULT_COMPACTION_TIMEOUTS, ...input.timeouts };
@@ -68,19 +69,19 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   };
 
   // Handlers are registered before the first await, so messages and updates sent with the start are accepted.
-  setHandler(submitMessagesSignal, (batch) => {
-    // Invalid batches are refused by the client before they are sent; a malformed one reaching the workflow is
-    // reported in the notices rather than silently dropped.
-    const problem = validateSubmit(batch);
-    if (problem) notice(`Rejected a message batch: ${problem}`);
-    else queue.push({ kind: 'submit', batch });
+  setHandler(batchStoredSignal, (batch) => {
+    // The gateway builds notifications from its own commits; a malformed one is reported, never silently dropped.
+    const problem = validateStoredBatch(batch);
+    if (problem) notice(`Ignored a malformed batch notification: ${problem}`);
+    else queue.push({ kind: 'batch', batch });
   });
   setHandler(summaryReplacedSignal, ({ compactionId, summaryBody }) =>
     entity?.summaryReplaced(compactionId, summaryBody),
   );
   setHandler(chatTurnUpdate, (request) => enqueue<TurnResult>((done) => ({ kind: 'chat', request, done })), {
     validator: (request) => {
-      const problem = validateSubmit({ messages: request?.messages });
+      if (typeof request?.turnId !== 'string' || request.turnId === '') throw new Error('turnId is required');
+      const problem = validateStoredBatch(request.batch);
       if (problem) throw new Error(problem);
     },
   });
@@ -108,7 +109,6 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       },
     },
   );
-  setHandler(syncUpdate, () => enqueue<ConversationStatus>((done) => ({ kind: 'sync', done })));
   setHandler(statusQuery, () => (entity ? entity.status() : startingStatus(input, queue.length, earlyNotices)));
 
   const fresh = !input.carried;
@@ -116,12 +116,13 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   entity = new ConversationEntity(
     { tenantId: input.tenantId, conversationId: input.conversationId, source: input.source ?? 'api' },
     state,
-    { timeouts, maxSeenKeys: input.maxSeenKeys ?? 5_000, pendingItems: () => queue.length },
+    { timeouts, pendingItems: () => queue.length },
   );
   for (const text of earlyNotices.splice(0)) entity.notice(text);
   if (fresh) await entity.autoraiseNotice();
-  entity.publish();
+  await entity.publish();
 
+  const gapWaitMs = input.gapWaitMs ?? DEFAULT_GAP_WAIT_MS;
   for (;;) {
     await condition(() => queue.length > 0 || workflowInfo().continueAsNewSuggested);
     const item = queue.shift();
@@ -133,34 +134,53 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       break;
     }
     await run(entity, item);
+    const { batches } = entity.state;
+    if (queue.length === 0 && batches.latestSeq > batches.appliedSeq) {
+      // A batch is known to exist but its notification is missing: wait a little, then count it as applied (its
+      // rows are in the log and in every later compaction; only the decisions of its own notification are lost).
+      if (!(await condition(() => queue.length > 0, gapWaitMs))) {
+        skipGaps(batches);
+        await entity.publish();
+      }
+    }
   }
   const carried = entity.carry();
   carried.runs += 1;
   await continueAsNew<typeof conversationWorkflow>({ ...input, carried });
 }
 
+/** Works one item, publishes the state (PostgreSQL, Temporal UI), and only then answers an update's caller. */
 async function run(entity: ConversationEntity, item: QueueItem): Promise<void> {
   switch (item.kind) {
-    case 'submit':
-      await entity.submit(item.batch);
+    case 'batch':
+      await entity.apply(item.batch);
+      await entity.publish();
       return;
-    case 'chat':
+    case 'chat': {
       // A failed model call (after its retries) fails this update only; the conversation goes on.
+      let outcome: { ok: true; value: TurnResult } | { ok: false; error: unknown };
       try {
-        item.done.resolve(await entity.chatTurn(item.request));
-      } catch (err) {
-        item.done.reject(err);
+        outcome = { ok: true, value: await entity.chatTurn(item.request) };
+      } catch (error) {
+        outcome = { ok: false, error };
       }
+      await entity.publish();
+      if (outcome.ok) item.done.resolve({ ...outcome.value, status: entity.status() });
+      else item.done.reject(outcome.error);
       return;
-    case 'compact':
-      item.done.resolve(await entity.compact('manual', { force: true, focusTopic: item.request.focusTopic ?? null }));
+    }
+    case 'compact': {
+      const result = await entity.compact('manual', { force: true, focusTopic: item.request.focusTopic ?? null });
+      await entity.publish();
+      item.done.resolve(result);
       return;
-    case 'switchModel':
-      item.done.resolve(await entity.switchModel(item.request));
+    }
+    case 'switchModel': {
+      const status = await entity.switchModel(item.request);
+      await entity.publish();
+      item.done.resolve(status);
       return;
-    case 'sync':
-      item.done.resolve(entity.status());
-      return;
+    }
   }
 }
 
@@ -174,21 +194,29 @@ async function openState(input: ConversationInput): Promise<CarriedState> {
     proposedSessionId: newSessionId(Date.now(), uuid4().replace(/-/g, '')),
     model,
     provider,
+    contextLength: input.contextLength ?? null,
     source: input.source ?? 'api',
     title: input.title ?? null,
   });
   return {
     sessionId: opened.sessionId,
     config: opened.config,
+    host: normalizeHostPolicy(opened.host ?? DEFAULT_HOST_POLICY),
     policyVersion: opened.policyVersion,
     cacheTtl: opened.cacheTtl,
     compressor: normalizeCompressorState({ previousSummary: opened.previousSummary }),
-    seenKeys: [],
-    compactionSeq: 0,
+    compactionSeq: opened.compactionSeq,
     turnSeq: 0,
-    activeMessages: opened.activeMessages,
-    activeTokens: opened.activeTokens,
-    tokensSinceReading: 0,
+    version: opened.totals.version,
+    activeMessages: opened.totals.activeMessages,
+    activeTokens: opened.totals.activeTokens,
+    readingBaseTokens: opened.totals.activeTokens,
+    lastCommitVersion: 0,
+    batches: { appliedSeq: opened.appliedSeq, ahead: [], latestSeq: opened.totals.batchSeq },
+    autoSinceModelCall: false,
+    autoTimes: [],
+    autoPaused: null,
+    userSinceCompaction: false,
     hygieneCooldownUntil: null,
     contextLength,
     model,

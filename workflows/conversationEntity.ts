@@ -1,6 +1,7 @@
-// The operations of one conversation (DESIGN.md §3), run one at a time by the workflow's main loop: hygiene
-// (SPEC §11), appends with the in-loop and preflight checks (SPEC §7.6), compactions as child workflows, model
-// switches (SPEC §4.6) and, in chat backend mode, the agent turn with its cache telemetry.
+// The operations of one conversation (DESIGN.md §3), run one at a time by the workflow's main loop. Messages are
+// already committed to PostgreSQL when the workflow hears of them (a content-free StoredBatch); the workflow takes
+// the decisions: the post-response check (SPEC §7.6), gateway hygiene (SPEC §11), the preflight check, compactions
+// as child workflows, model switches (SPEC §4.6) and, in chat backend mode, the agent turn.
 import {
   executeChild,
   proxyActivities,
@@ -21,41 +22,39 @@ import {
   NOTICE_MODEL_SWITCH,
   type Usage,
 } from '../engine/index.js';
+import { modelActivityOptions, storeActivityOptions } from './activityOptions.js';
 import {
-  type CompactionInput,
-  type CompactionOutcome,
-  type CompactionTimeouts,
-  compactionWorkflow,
-} from './compaction.js';
-import { accountCacheUsage, failedOutcome, noticeFor, resolveWindow } from './conversationRules.js';
-import { buildStatus, type CarriedState, contextTokens, detailsText } from './conversationState.js';
+  conversationBreaker,
+  HOUR_MS,
+  NOTICE_FIXED_POINT,
+  pruneAutoTimes,
+  reachedFixedPoint,
+  tenantBreaker,
+} from './autoCompactionPolicy.js';
+import { type CompactionInput, type CompactionTimeouts, compactionWorkflow } from './compaction.js';
+import { accountCacheUsage, applyOutcome, failedOutcome, noticeFor, resolveWindow } from './conversationRules.js';
+import {
+  absorbTotals,
+  buildStatus,
+  type CarriedState,
+  contextTokens,
+  detailsText,
+  markApplied,
+} from './conversationState.js';
 import type {
   ChatTurnRequest,
   CompactionResult,
   CompactionTrigger,
   ConversationStatus,
-  IncomingMessage,
-  SubmitMessages,
+  StoredBatch,
   SwitchModelRequest,
   TurnResult,
 } from './definitions.js';
 import { compactionWorkflowId, newSessionId } from './ids.js';
 import { CompactionCount, ContextTokens, ConversationId, Model, SessionId, TenantId } from './searchAttributes.js';
 
-// Store activities retry until PostgreSQL answers again (no attempt limit): a conversation never fails or drops a
-// message because the database was briefly away. Permanent errors are non-retryable ApplicationFailures.
-const store = proxyActivities<ConversationActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
-});
-
-// The agent turn: transient provider errors retry (429 honours retry-after through nextRetryDelay); permanent ones
-// (auth, bad request, context too long) are non-retryable and reach the client as the update's error.
-const model = proxyActivities<RespondActivities>({
-  startToCloseTimeout: '6 minutes',
-  heartbeatTimeout: '1 minute',
-  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
-});
+const store = proxyActivities<ConversationActivities>(storeActivityOptions);
+const model = proxyActivities<RespondActivities>(modelActivityOptions);
 
 const MAX_NOTICES = 20;
 
@@ -63,17 +62,17 @@ const neverSummarize = async (): Promise<string> => {
   throw new Error('the summarizer runs in the summarize activity, never in workflow code');
 };
 
+type AutoTrigger = Extract<CompactionTrigger, 'preflight' | 'post_response' | 'hygiene'>;
+
 export class ConversationEntity {
   engine: ContextCompressor;
-  private readonly seen: Set<string>;
 
   constructor(
     private readonly ids: { tenantId: string; conversationId: string; source: string },
     readonly state: CarriedState,
-    private readonly options: { timeouts: CompactionTimeouts; maxSeenKeys: number; pendingItems: () => number },
+    private readonly options: { timeouts: CompactionTimeouts; pendingItems: () => number },
   ) {
     this.engine = this.buildEngine();
-    this.seen = new Set(state.seenKeys);
   }
 
   private buildEngine(): ContextCompressor {
@@ -100,12 +99,18 @@ export class ConversationEntity {
     if (notices.length > MAX_NOTICES) notices.splice(0, notices.length - MAX_NOTICES);
   }
 
+  /** Read-only (query handlers call it too). */
   status(): ConversationStatus {
-    return buildStatus(this.ids, this.state, this.engine, this.options.pendingItems());
+    const recentAuto = this.state.autoTimes.filter((t) => Date.now() - t < HOUR_MS).length;
+    return buildStatus(this.ids, this.state, this.engine, { pendingItems: this.options.pendingItems(), recentAuto });
   }
 
-  /** Search attributes and current details for the Temporal UI (DESIGN.md §3). */
-  publish(): void {
+  /**
+   * Publishes the state: search attributes and details for the Temporal UI (DESIGN.md §3), and the status snapshot
+   * and applied batches in PostgreSQL, where the gateway reads them (issue #9 §6). A policy change seen there is
+   * taken over, then published again.
+   */
+  async publish(): Promise<void> {
     const status = this.status();
     upsertSearchAttributes([
       { key: TenantId, value: this.ids.tenantId },
@@ -116,6 +121,16 @@ export class ConversationEntity {
       { key: ContextTokens, value: status.contextTokens },
     ]);
     setCurrentDetails(detailsText(this.ids, status));
+    const ids = { tenantId: this.ids.tenantId, conversationId: this.ids.conversationId };
+    const record = (policyVersion: number | null) =>
+      store.recordState({ ...ids, appliedSeq: this.state.batches.appliedSeq, policyVersion, status: this.status() });
+    if ((await record(this.state.policyVersion)).recorded) return;
+    const fresh = await store.loadTenantConfig({ tenantId: this.ids.tenantId });
+    this.state.compressor = this.engine.exportState();
+    Object.assign(this.state, { config: fresh.config, host: fresh.host, policyVersion: fresh.policyVersion });
+    this.engine = this.buildEngine();
+    // Published with the new policy; a policy changed again meanwhile is taken over at the next publication.
+    await record(null);
   }
 
   /** A replayed summary became live (SPEC §13.7): only the compaction still in the transcript may set it. */
@@ -123,27 +138,9 @@ export class ConversationEntity {
     if (compactionId === this.state.lastCommittedCompactionId) this.engine.previousSummary = summaryBody;
   }
 
-  private remember(key: string): void {
-    this.seen.add(key);
-    const keys = this.state.seenKeys;
-    keys.push(key);
-    if (keys.length > this.options.maxSeenKeys) {
-      for (const old of keys.splice(0, keys.length - this.options.maxSeenKeys)) this.seen.delete(old);
-    }
-  }
-
-  private async refreshPolicy(version: number): Promise<void> {
-    if (version === this.state.policyVersion) return;
-    const fresh = await store.loadTenantConfig({ tenantId: this.ids.tenantId });
-    this.state.compressor = this.engine.exportState();
-    this.state.config = fresh.config;
-    this.state.policyVersion = fresh.policyVersion;
-    this.engine = this.buildEngine();
-  }
-
   async compact(
     trigger: CompactionTrigger,
-    options: { force?: boolean; focusTopic?: string | null } = {},
+    options: { force?: boolean; focusTopic?: string | null; beforeRowId?: number | null } = {},
   ): Promise<CompactionResult> {
     const { state, engine, ids } = this;
     engine.beginCompaction({ force: options.force === true });
@@ -163,7 +160,9 @@ export class ConversationEntity {
       previousSummary: engine.exportState().previousSummary,
       summaryAllowed: !engine.summaryCooldownActive(),
       abortOnSummaryFailure: state.config.abortOnSummaryFailure,
-      requireSmaller: trigger === 'hygiene',
+      // SPEC §19 minimum gain for automatic compactions (hygiene: at least 1, §11.3); a manual one always commits.
+      requiredGain: trigger === 'manual' ? null : Math.max(state.host.minGainTokens, trigger === 'hygiene' ? 1 : 0),
+      beforeRowId: options.beforeRowId ?? null,
       platform: ids.source,
       limits: {
         protectFirstN: state.config.protectFirstN,
@@ -174,7 +173,7 @@ export class ConversationEntity {
       contextLength: state.contextLength,
       timeouts: this.options.timeouts,
     };
-    let outcome: CompactionOutcome;
+    let outcome: Awaited<ReturnType<typeof compactionWorkflow>>;
     try {
       outcome = await executeChild(compactionWorkflow, {
         args: [childInput],
@@ -192,7 +191,13 @@ export class ConversationEntity {
       // The child failed as a whole (e.g. its record could not be written): the transcript is untouched (§7.6).
       outcome = failedOutcome(childInput.compactionId, state.sessionId, err);
     }
-    this.applyOutcome(outcome);
+    const automatic = trigger !== 'manual';
+    const committed = outcome.status === 'committed' || outcome.status === 'fallback';
+    if (committed && automatic && reachedFixedPoint(state.host, outcome.similarity, state.userSinceCompaction)) {
+      state.autoPaused = 'fixed_point';
+      this.notice(NOTICE_FIXED_POINT);
+    }
+    applyOutcome(state, engine, outcome, { automatic, now: Date.now() });
     const result: CompactionResult = {
       compactionId: outcome.compactionId,
       trigger,
@@ -204,59 +209,54 @@ export class ConversationEntity {
       error: outcome.error,
     };
     state.lastCompaction = result;
-    if (result.notice && trigger !== 'manual') this.notice(result.notice);
-    this.publish();
+    if (result.notice && automatic) this.notice(result.notice);
     return result;
   }
 
-  private applyOutcome(outcome: CompactionOutcome): void {
-    const { state, engine } = this;
-    const tokensBefore = outcome.stats?.tokensBefore ?? state.activeTokens;
-    switch (outcome.status) {
-      case 'committed':
-      case 'fallback':
-        engine.recordCompaction({
-          summaryBody: outcome.summaryBody ?? '',
-          fallbackUsed: outcome.status === 'fallback',
-          summarizerCalled: outcome.summarizerCalled,
-          stats: outcome.stats ?? undefined,
-        });
-        state.sessionId = outcome.sessionId;
-        state.lastCommittedCompactionId = outcome.compactionId;
-        if (outcome.activeMessages !== null && outcome.activeMessages >= 0)
-          state.activeMessages = outcome.activeMessages;
-        if (outcome.activeTokens !== null) state.activeTokens = outcome.activeTokens;
-        state.tokensSinceReading = 0;
-        // The cached prefix beyond the system prompt is gone (SPEC §12.3): measure how it comes back.
-        state.cache.watching = { compactionId: outcome.compactionId, turnsSince: 0, rewriteTokens: null };
-        break;
-      case 'noop':
-        engine.recordNoop(outcome.noopReason as never, tokensBefore);
-        break;
-      case 'aborted':
-        engine.recordAbort(outcome.summarizerCalled, tokensBefore);
-        break;
-      default:
-        // rejected (hygiene result not smaller) or failed commit: the transcript and previousSummary stay (§7.6).
-        break;
+  /** The brakes of SPEC §7.6 and §19 on an in-loop compaction; sets (and announces once) the pause. */
+  private async inLoopPaused(): Promise<boolean> {
+    const { state } = this;
+    if (state.autoPaused === 'fixed_point') return true;
+    const recent = pruneAutoTimes(state.autoTimes, Date.now());
+    let breaker = conversationBreaker(state.host, recent);
+    if (!breaker && state.host.tenantMaxAutoPerHour !== null) {
+      const count = await store.countTenantAutoCompactions({ tenantId: this.ids.tenantId, sinceMs: HOUR_MS });
+      breaker = tenantBreaker(state.host, count);
     }
+    if (!breaker) {
+      state.autoPaused = null;
+      return false;
+    }
+    if (state.autoPaused !== breaker.pause) this.notice(breaker.notice);
+    state.autoPaused = breaker.pause;
+    return true;
   }
 
-  /** SPEC §11: the safety net before the agent turn of an incoming user message. Returns whether it compacted. */
-  private async hygiene(): Promise<boolean> {
+  /** An automatic in-loop compaction (SPEC §7.6), unless a brake holds: at most one between two model calls. */
+  private async maybeCompact(trigger: Exclude<AutoTrigger, 'hygiene'>, tokens?: number) {
     const { state, engine } = this;
-    if (!state.config.enabled) return false;
-    if (state.hygieneCooldownUntil !== null && Date.now() < state.hygieneCooldownUntil) return false;
+    if (!state.config.enabled || state.autoSinceModelCall) return null;
+    const wouldRun = (tokens ?? engine.exportState().lastPromptTokens) >= engine.thresholdTokens;
+    if (!wouldRun || engine.blockingReason() !== null || (await this.inLoopPaused())) return null;
+    if (!engine.shouldCompress(tokens)) return null;
+    return this.compact(trigger);
+  }
+
+  /** SPEC §11: the safety net before the turn of an incoming user message (frequency breakers do not stop it). */
+  private async hygiene(incoming: NonNullable<StoredBatch['incoming']>): Promise<CompactionResult | null> {
+    const { state, engine } = this;
+    if (!state.config.enabled || state.autoSinceModelCall) return null;
+    if (state.hygieneCooldownUntil !== null && Date.now() < state.hygieneCooldownUntil) return null;
     const decision = gatewayHygieneDecision({
-      historyLength: state.activeMessages,
-      historyTokens: state.activeTokens,
+      historyLength: Math.max(0, state.activeMessages - incoming.rows),
+      historyTokens: Math.max(0, state.activeTokens - incoming.tokens),
       contextLength: state.contextLength,
       lastPromptTokens: engine.exportState().lastPromptTokens,
       enabled: state.config.enabled,
       hardMessageLimit: state.config.hygieneHardMessageLimit,
     });
-    if (!decision.run) return false;
-    const result = await this.compact('hygiene');
+    if (!decision.run) return null;
+    const result = await this.compact('hygiene', { beforeRowId: incoming.rowId });
     const adopted = result.status === 'committed' || result.status === 'fallback';
     if (!adopted) {
       state.hygieneCooldownUntil = Date.now() + HYGIENE_FAILURE_COOLDOWN_S * 1000;
@@ -264,87 +264,67 @@ export class ConversationEntity {
     }
     const after = adopted ? state.activeTokens : decision.tokens;
     if (after >= hygieneWarningThreshold(state.contextLength)) this.notice(NOTICE_HYGIENE_WARNING);
-    return adopted;
+    return result;
   }
 
-  /** Hygiene, append (duplicates ignored), then the post-response or preflight check. */
-  async submit(batch: SubmitMessages, options: { turnFollows?: boolean } = {}): Promise<void> {
+  /**
+   * A committed batch. With a usage reading: the post-response check of the response that produced its assistant
+   * message, then hygiene for a user message in it. Without: hygiene for a user message, then the preflight check
+   * before the model call that answers it. At most one automatic compaction runs between two model calls, and a
+   * reading taken before the latest compaction (its batch was accepted before that commit) is neither a verdict nor
+   * a trigger (issue #9 §4).
+   */
+  async apply(batch: StoredBatch, options: { turnFollows?: boolean } = {}): Promise<CompactionResult | null> {
     const { state } = this;
-    const fresh: IncomingMessage[] = [];
-    const inBatch = new Set<string>();
-    for (const item of batch.messages) {
-      if (this.seen.has(item.idempotencyKey) || inBatch.has(item.idempotencyKey)) continue;
-      inBatch.add(item.idempotencyKey);
-      fresh.push(item);
+    absorbTotals(state, batch);
+    if (batch.freshAssistant) state.autoSinceModelCall = false;
+    if (batch.users > 0) {
+      state.userSinceCompaction = true;
+      if (state.autoPaused === 'fixed_point') state.autoPaused = null;
     }
-    const hasUser = fresh.some((m) => m.message.role === 'user');
-    const compactedByHygiene = hasUser ? await this.hygiene() : false;
-
-    if (fresh.length > 0) {
-      const appended = await store.appendMessages({
-        tenantId: this.ids.tenantId,
-        sessionId: state.sessionId,
-        items: fresh,
-      });
-      const estimates = new Map(appended.estimates.map((a) => [a.idempotencyKey, a.tokenEstimate]));
-      for (const item of fresh) this.remember(item.idempotencyKey);
-      // Totals come from the store, so they are exact even when a retried append found its rows already there.
-      state.activeMessages = appended.activeMessages;
-      state.activeTokens = appended.activeTokens;
-      // Messages after the response that produced the last reading count on top of it (§7.6); with a new usage
-      // reading, only the reported assistant message and what follows it.
-      const usageIndex = batch.usage ? lastAssistantIndex(fresh) : -1;
-      let since = 0;
-      fresh.forEach((item, i) => {
-        if (!batch.usage || i >= usageIndex) since += estimates.get(item.idempotencyKey) ?? 0;
-      });
-      state.tokensSinceReading = batch.usage ? since : state.tokensSinceReading + since;
-      await this.refreshPolicy(appended.policyVersion);
+    let compaction: CompactionResult | null = null;
+    if (batch.usage && batch.version > state.lastCommitVersion) {
+      state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
+      compaction = await this.afterResponse(batch.usage);
     }
-
-    if (batch.usage) {
-      await this.afterResponse(batch.usage);
-    } else if ((hasUser || options.turnFollows) && !compactedByHygiene && state.config.enabled) {
-      // Preflight (§7.6) before the model call that answers this message.
-      if (this.engine.shouldCompress(contextTokens(state, this.engine))) await this.compact('preflight');
+    if (!compaction && batch.incoming) compaction = await this.hygiene(batch.incoming);
+    if (!compaction && !batch.usage && (batch.incoming || options.turnFollows)) {
+      compaction = await this.maybeCompact('preflight', contextTokens(state, this.engine));
     }
-    state.processedBatches += 1;
-    this.publish();
+    if (batch.seq !== null) state.processedBatches += 1;
+    markApplied(state.batches, batch.seq, batch.latestSeq);
+    return compaction;
   }
 
   /** Post-response (§7.6): record the reading; at most one automatic compaction before the next call. */
   private async afterResponse(usage: Usage): Promise<CompactionResult | null> {
     this.engine.updateFromResponse(usage);
-    if (this.state.config.enabled && this.engine.shouldCompress()) return this.compact('post_response');
-    return null;
+    this.state.autoSinceModelCall = false;
+    return this.maybeCompact('post_response');
   }
 
-  /** Chat backend mode: append the client's messages, run the model, store the reply and its usage. */
+  /** Chat backend mode: the client's messages are stored; run the model, store the reply, record the reading. */
   async chatTurn(request: ChatTurnRequest): Promise<TurnResult> {
     const { state, ids } = this;
-    await this.submit({ messages: request.messages }, { turnFollows: true });
+    await this.apply(request.batch, { turnFollows: true });
     state.turnSeq += 1;
-    const turnKey = `turn:${ids.conversationId}:${state.turnSeq}`;
     const result = await model.respond({
       tenantId: ids.tenantId,
       conversationId: ids.conversationId,
       sessionId: state.sessionId,
       model: state.model,
       provider: state.provider,
-      turnKey,
+      turnKey: request.turnId,
       tools: request.tools ?? null,
       afterCompactionId: state.cache.watching?.compactionId ?? null,
     });
-    this.remember(turnKey);
-    state.activeMessages = result.activeMessages;
-    state.activeTokens = result.activeTokens;
-    state.tokensSinceReading = result.tokenEstimate;
+    absorbTotals(state, result.totals);
+    state.readingBaseTokens = result.totals.activeTokens - result.tokenEstimate;
     await this.recordCacheUsage(result.usage);
     const compaction = await this.afterResponse(result.usage);
-    this.publish();
     return {
-      reply: result.message,
-      toolCalls: result.message.tool_calls ?? [],
+      turnId: request.turnId,
+      replyMessageId: result.messageId,
       finishReason: result.finishReason,
       usage: result.usage,
       compaction,
@@ -368,7 +348,6 @@ export class ConversationEntity {
     Object.assign(state, { model: request.model, provider, contextLength });
     if (changed) this.notice(NOTICE_MODEL_SWITCH);
     await this.autoraiseNotice();
-    this.publish();
     return this.status();
   }
 
@@ -383,9 +362,4 @@ export class ConversationEntity {
     });
     if (text) this.notice(text);
   }
-}
-
-function lastAssistantIndex(items: IncomingMessage[]): number {
-  for (let i = items.length - 1; i >= 0; i--) if (items[i]!.message.role === 'assistant') return i;
-  return 0;
 }

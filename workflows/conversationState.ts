@@ -5,10 +5,11 @@ import {
   type CompressionConfig,
   type CompressorState,
   type ContextCompressor,
+  type HostPolicy,
   promptCachingState,
 } from '../engine/index.js';
-import type { CompactionTimeouts } from './compaction.js';
-import type { CacheTelemetry, CompactionResult, ConversationStatus } from './definitions.js';
+import type { CompactionTimeouts } from './activityOptions.js';
+import type { AutoPause, CacheTelemetry, CompactionResult, ConversationStatus } from './definitions.js';
 
 export interface ConversationInput {
   tenantId: string;
@@ -21,25 +22,49 @@ export interface ConversationInput {
   title?: string | null;
   /** Test and operations knobs; defaults are the spec's. */
   timeouts?: Partial<CompactionTimeouts>;
-  /** Bound of the idempotency-key memory carried through continue-as-new. */
-  maxSeenKeys?: number;
+  /** How long a missing batch notification is waited for before its sequence number counts as applied (ms). */
+  gapWaitMs?: number;
   /** Present after continue-as-new. */
   carried?: CarriedState;
+}
+
+/** Which batches the workflow has taken its decisions for (their sequence numbers, DESIGN.md §3). */
+export interface AppliedBatches {
+  /** Every batch up to this one is applied. */
+  appliedSeq: number;
+  /** Applied batches above `appliedSeq` (their notifications arrived out of order). */
+  ahead: number[];
+  /** The highest sequence number the workflow knows to exist. */
+  latestSeq: number;
 }
 
 /** The compact state carried through continue-as-new: ids, counters, engine state, last usage; no transcript. */
 export interface CarriedState {
   sessionId: string;
   config: CompressionConfig;
+  host: HostPolicy;
   policyVersion: number;
   cacheTtl: CacheTtl | null;
   compressor: CompressorState;
-  seenKeys: string[];
   compactionSeq: number;
   turnSeq: number;
+  /** The freshest known totals of the live transcript and the conversation version they belong to. */
+  version: number;
   activeMessages: number;
   activeTokens: number;
-  tokensSinceReading: number;
+  /** Live tokens when the last real reading was taken, not counting the rows that came with it (SPEC §7.6). */
+  readingBaseTokens: number;
+  /** The version right after the latest committed compaction: a reading of a batch accepted before it predates it. */
+  lastCommitVersion: number;
+  batches: AppliedBatches;
+  /** An automatic compaction ran and no model call happened since (SPEC §7.6: at most one between two calls). */
+  autoSinceModelCall: boolean;
+  /** Workflow times (ms) of the automatic compactions committed in the last hour (SPEC §19 frequency breaker). */
+  autoTimes: number[];
+  /** Why automatic in-loop compaction is paused now (its notice was shown once), or null. */
+  autoPaused: AutoPause | null;
+  /** A real user message arrived since the last committed compaction (SPEC §19 fixed-point detector). */
+  userSinceCompaction: boolean;
   hygieneCooldownUntil: number | null;
   contextLength: number;
   model: string;
@@ -65,7 +90,34 @@ export const EMPTY_CACHE_TELEMETRY: CacheTelemetry = {
 /** Tokens the next request is estimated to carry: last real reading + estimate of what came after it (§3.4). */
 export function contextTokens(state: CarriedState, engine: ContextCompressor): number {
   const last = engine.exportState().lastPromptTokens;
-  return last > 0 ? last + state.tokensSinceReading : state.activeTokens;
+  return last > 0 ? last + Math.max(0, state.activeTokens - state.readingBaseTokens) : state.activeTokens;
+}
+
+/** Takes totals that are newer than the ones the state holds (notifications and commits may arrive out of order). */
+export function absorbTotals(
+  state: CarriedState,
+  totals: { version: number; activeMessages: number; activeTokens: number },
+): void {
+  if (totals.version < state.version) return;
+  state.version = totals.version;
+  state.activeMessages = totals.activeMessages;
+  state.activeTokens = totals.activeTokens;
+}
+
+/** Marks batch `seq` applied (and, with `latestSeq`, which batches exist); advances the contiguous prefix. */
+export function markApplied(batches: AppliedBatches, seq: number | null, latestSeq: number): void {
+  batches.latestSeq = Math.max(batches.latestSeq, latestSeq, seq ?? 0);
+  if (seq !== null && seq > batches.appliedSeq && !batches.ahead.includes(seq)) batches.ahead.push(seq);
+  batches.ahead.sort((a, b) => a - b);
+  while (batches.ahead[0] !== undefined && batches.ahead[0] <= batches.appliedSeq + 1) {
+    batches.appliedSeq = Math.max(batches.appliedSeq, batches.ahead.shift() as number);
+  }
+}
+
+/** A missing notification was waited for long enough: every batch the workflow knows of counts as applied. */
+export function skipGaps(batches: AppliedBatches): void {
+  batches.appliedSeq = Math.max(batches.appliedSeq, batches.latestSeq, ...batches.ahead);
+  batches.ahead = [];
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -79,7 +131,7 @@ export function buildStatus(
   ids: { tenantId: string; conversationId: string },
   state: CarriedState,
   engine: ContextCompressor,
-  pendingItems: number,
+  live: { pendingItems: number; recentAuto: number },
 ): ConversationStatus {
   const s = engine.exportState();
   const tokens = contextTokens(state, engine);
@@ -99,13 +151,16 @@ export function buildStatus(
     ineffectiveStrikes: s.ineffectiveStrikes,
     fallbackStreak: s.fallbackStreak,
     blockedBy: engine.blockingReason(),
+    autoPaused: state.autoPaused,
+    autoCompactionsLastHour: live.recentAuto,
     trippedUntil: iso(s.trippedUntil),
     summaryCooldownUntil: iso(s.summaryCooldownUntil),
     structuralBackoffUntil: iso(s.structuralBackoffUntil),
     hygieneCooldownUntil: iso(state.hygieneCooldownUntil),
     policyVersion: state.policyVersion,
-    pendingItems,
+    pendingItems: live.pendingItems,
     processedBatches: state.processedBatches,
+    appliedSeq: state.batches.appliedSeq,
     lastCompaction: state.lastCompaction,
     promptCaching: cachingOf(state.model, state.provider, state.cacheTtl),
     cache: state.cache,
@@ -132,6 +187,8 @@ export function startingStatus(input: ConversationInput, pendingItems: number, n
     ineffectiveStrikes: 0,
     fallbackStreak: 0,
     blockedBy: null,
+    autoPaused: null,
+    autoCompactionsLastHour: 0,
     trippedUntil: null,
     summaryCooldownUntil: null,
     structuralBackoffUntil: null,
@@ -139,6 +196,7 @@ export function startingStatus(input: ConversationInput, pendingItems: number, n
     policyVersion: 0,
     pendingItems,
     processedBatches: 0,
+    appliedSeq: 0,
     lastCompaction: null,
     promptCaching: cachingOf(input.model, input.provider ?? null, null),
     cache: EMPTY_CACHE_TELEMETRY,
@@ -149,12 +207,13 @@ export function startingStatus(input: ConversationInput, pendingItems: number, n
 /** Current details for the Temporal UI (DESIGN.md §3): tokens / threshold / compactions at a glance. */
 export function detailsText(ids: { tenantId: string; conversationId: string }, status: ConversationStatus): string {
   const last = status.lastCompaction;
+  const paused = status.blockedBy ?? status.autoPaused;
   return [
     `**${ids.tenantId} / ${ids.conversationId}** — session \`${status.sessionId}\`, model \`${status.model}\``,
     `Context: ${status.contextTokens} / ${status.contextLength} tokens (${status.usagePercent.toFixed(1)} %), ` +
       `threshold ${status.thresholdTokens}`,
     `Messages: ${status.activeMessages} active; compactions: ${status.compressionCount}` +
-      (status.blockedBy ? `; automatic compaction blocked: ${status.blockedBy}` : ''),
+      (paused ? `; automatic compaction blocked: ${paused}` : ''),
     last ? `Last compaction: ${last.trigger} → ${last.status}` : 'No compaction yet',
     status.promptCaching.line,
   ].join('\n');

@@ -1,9 +1,13 @@
 // Signals, updates and queries of the conversation workflow, shared by the workflow and its clients (DESIGN.md §3).
+// Their payloads are content-free: messages are committed to PostgreSQL first and referenced by ids and counts.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { RespondInput } from '../activities/respond.js';
+import type { StoredBatch } from '../contracts/conversationLog.js';
 import type { ChatMessage, CompressionStats, Usage } from '../engine/index.js';
 
-/** One incoming message with the client's idempotency key (duplicates are ignored, also across continue-as-new). */
+export type { StoredBatch } from '../contracts/conversationLog.js';
+
+/** One incoming message with the client's idempotency key (unique per conversation; a repeat is a no-op). */
 export interface IncomingMessage {
   message: ChatMessage;
   idempotencyKey: string;
@@ -44,10 +48,13 @@ export interface SwitchModelRequest {
   contextLength?: number;
 }
 
-/** Chat backend mode: the system runs the agent turn. Send the user message (or the results of the tool calls the
- * last reply asked for); the reply comes back when the model answered. */
+/** Chat backend mode: the system runs the agent turn. The client's messages (the user message, or the results of
+ * the tool calls the last reply asked for) are already stored; the reply is stored, then referenced by id. */
 export interface ChatTurnRequest {
-  messages: IncomingMessage[];
+  /** Derived from the conversation and the batch's idempotency keys: a retried request is the same turn. */
+  turnId: string;
+  /** The stored batch of the request (`seq: null` when every message of it was stored before). */
+  batch: StoredBatch;
   /** OpenAI-shaped function tools offered to the model. */
   tools?: NonNullable<RespondInput['tools']>;
 }
@@ -62,9 +69,9 @@ export interface TurnUsage {
 }
 
 export interface TurnResult {
-  reply: ChatMessage;
-  /** The calls the client must run; it then sends their results with the next chat turn. */
-  toolCalls: NonNullable<ChatMessage['tool_calls']>;
+  turnId: string;
+  /** The stored reply (the message itself is read from PostgreSQL, never carried in workflow history). */
+  replyMessageId: number;
   finishReason: string | null;
   usage: TurnUsage;
   /** Set when the reply's usage triggered a compaction before the next call (SPEC §7.6). */
@@ -103,6 +110,10 @@ export interface ConversationStatus {
   ineffectiveStrikes: number;
   fallbackStreak: number;
   blockedBy: 'cooldown' | 'structural_backoff' | 'ineffective' | null;
+  /** Why automatic in-loop compaction is paused by the host (SPEC §19 breakers), or null. */
+  autoPaused: AutoPause | null;
+  /** Automatic compactions committed in the last hour (the frequency breaker's count). */
+  autoCompactionsLastHour: number;
   trippedUntil: string | null;
   summaryCooldownUntil: string | null;
   structuralBackoffUntil: string | null;
@@ -110,6 +121,8 @@ export interface ConversationStatus {
   policyVersion: number;
   pendingItems: number;
   processedBatches: number;
+  /** Every decision due for the batches up to this one has been taken. */
+  appliedSeq: number;
   lastCompaction: CompactionResult | null;
   /** SPEC §12.1: whether prompt caching is on for the current model and provider, and why. */
   promptCaching: { enabled: boolean; reason: string; line: string };
@@ -117,12 +130,13 @@ export interface ConversationStatus {
   notices: string[];
 }
 
-export const submitMessagesSignal = defineSignal<[SubmitMessages]>('submitMessages');
+export type AutoPause = 'frequency' | 'tenant_frequency' | 'fixed_point';
+
+/** A batch was committed to the conversation's log (content-free, DESIGN.md §3). */
+export const batchStoredSignal = defineSignal<[StoredBatch]>('batchStored');
 /** Sent by the replay workflow when a replayed summary replaced the fallback in the live transcript (SPEC §13.7). */
 export const summaryReplacedSignal = defineSignal<[{ compactionId: string; summaryBody: string }]>('summaryReplaced');
 export const compactUpdate = defineUpdate<CompactionResult, [CompactRequest]>('compact');
 export const switchModelUpdate = defineUpdate<ConversationStatus, [SwitchModelRequest]>('switchModel');
-/** Resolves once every signal received before it has been processed; returns the status then. */
-export const syncUpdate = defineUpdate<ConversationStatus, []>('sync');
 export const statusQuery = defineQuery<ConversationStatus>('status');
 export const chatTurnUpdate = defineUpdate<TurnResult, [ChatTurnRequest]>('chatTurn');

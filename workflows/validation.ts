@@ -1,10 +1,14 @@
-// Validation of incoming message batches (pure; used by the client before it signals and by the workflow as a
-// guard). Returns a message naming the offending field, or null.
+// Validation of incoming message batches (pure; used by the client before it stores anything) and of the workflow's
+// notifications. Returns a message naming the offending field, or null. Message content itself may hold any text
+// (the store keeps it losslessly); keys and numbers must fit what the store holds (issue #9 §1).
+import { isStorableText } from '../contracts/storableText.js';
 import type { SubmitMessages } from './definitions.js';
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 export const MAX_BATCH_MESSAGES = 500;
+/** Token counts are stored in integer columns. */
+export const MAX_TOKEN_COUNT = 2_147_483_647;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -60,6 +64,7 @@ export function validateSubmit(batch: unknown): string | null {
     if (typeof key !== 'string' || key === '' || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
       return `${at}.idempotencyKey must be a non-empty string of at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`;
     }
+    if (!isStorableText(key)) return `${at}.idempotencyKey must be text without NUL characters or unpaired surrogates`;
     if (keys.has(key)) return `${at}.idempotencyKey '${key}' appears twice in the batch`;
     keys.add(key);
     const m = item.message;
@@ -81,10 +86,33 @@ export function validateSubmit(batch: unknown): string | null {
     if (!isObject(usage)) return 'usage must be an object';
     for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const) {
       const v = usage[k];
-      if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) {
-        return `usage.${k} must be a non-negative number`;
+      if (v !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_TOKEN_COUNT)) {
+        return `usage.${k} must be an integer between 0 and ${MAX_TOKEN_COUNT}`;
       }
     }
   }
+  return null;
+}
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** Guard of the workflow's notification handlers: a StoredBatch the gateway built (content-free counts and ids). */
+export function validateStoredBatch(batch: unknown): string | null {
+  if (!isObject(batch)) return 'batch must be an object';
+  const b = batch as Record<string, unknown>;
+  if (b.seq !== null && !isCount(b.seq)) return 'batch.seq must be a count or null';
+  for (const key of ['latestSeq', 'version', 'activeMessages', 'activeTokens', 'rows', 'tokens', 'users'] as const) {
+    if (!isCount(b[key])) return `batch.${key} must be a non-negative integer`;
+  }
+  if (typeof b.sessionId !== 'string' || b.sessionId === '') return 'batch.sessionId must be a non-empty string';
+  if (b.incoming !== null) {
+    if (!isObject(b.incoming)) return 'batch.incoming must be an object or null';
+    const incoming = b.incoming as Record<string, unknown>;
+    if (!isCount(incoming.rowId) || !isCount(incoming.rows) || !isCount(incoming.tokens)) {
+      return 'batch.incoming must hold rowId, rows and tokens';
+    }
+  }
+  if (typeof b.freshAssistant !== 'boolean') return 'batch.freshAssistant must be a boolean';
+  if (b.usage !== undefined && !isObject(b.usage)) return 'batch.usage must be an object';
   return null;
 }

@@ -1,16 +1,29 @@
 // The commit of a compaction result (SPEC §13.2 in place, §13.3 rotation): ONE transaction, retried as a whole
 // (§13.6), idempotent by compaction id — once the record is committed, committing again returns the stored outcome
 // and changes nothing. The record and the `session:compress` event (§13.5) are written in the same transaction.
+//
+// The log keeps growing while a compaction runs (the gateway commits batches independently, DESIGN.md §3): the rows
+// the compaction read must still be the first active rows, in order; every row appended since is kept after the
+// output, in order (positions renumbered; after a rotation they move to the new session). The conversation's totals
+// and version are updated under its lock (conversation → session → compaction, as every writer).
 import { type Kysely, sql } from 'kysely';
 import { SUMMARY_PREFIX } from '../../engine/constants.js';
 import type { ChatMessage } from '../../engine/types.js';
 import { matchCarriedRows } from './carryMatch.js';
 import { type CommitNote, commitNoteOf, isCommitted, lockCompaction } from './compactions.js';
+import { type LogTotals, lockConversation, setTotals, totalsOf } from './conversations.js';
 import { canonicalJson, messageToFields, wireKey } from './messageRows.js';
-import { insertMessageRows, type RowToInsert, type StoredMessage, selectActiveRows } from './messages.js';
-import type { CompactionRow, Database, SessionRow } from './schema.js';
+import {
+  insertMessageRows,
+  type RowToInsert,
+  type StoredMessage,
+  selectActiveRows,
+  selectTranscriptTotals,
+} from './messages.js';
+import type { CompactionRow, ConversationRow, Database, SessionRow } from './schema.js';
 import { insertSessionIfAbsent, lockSession, nextRotationTitle } from './sessions.js';
-import { TranscriptChangedError } from './storeErrors.js';
+import { CompactionNotFoundError, TranscriptChangedError } from './storeErrors.js';
+import type { TenantTx } from './tenant.js';
 import { type WriteRetryOptions, withTenantWrite } from './writeRetry.js';
 
 export {
@@ -64,6 +77,10 @@ export interface CommitOutcome {
   summaryRowId: number | null;
   /** True when the compaction had been committed before: nothing was written this time. */
   alreadyCommitted: boolean;
+  /** Rows appended after the compaction read the transcript, kept after the output (in order). */
+  keptSinceRowIds: number[];
+  /** The conversation's totals after the commit (null: the session has no conversation record). */
+  totals: LogTotals | null;
 }
 
 function validateResult(result: CompactionResult): void {
@@ -84,22 +101,77 @@ function summaryTextOf(result: CompactionResult): string {
   return typeof fromStats === 'string' ? fromStats : `${SUMMARY_PREFIX}\n${result.summaryBody}`;
 }
 
-async function readUnchangedTranscript(
+/** The rows the compaction read (still the first active rows, in order) and the rows appended since. */
+async function readTranscript(
   tx: Kysely<Database>,
   tenantId: string,
   sessionId: string,
   expectedRowIds: readonly number[],
-): Promise<StoredMessage[]> {
-  const rows = await selectActiveRows(tx, tenantId, sessionId);
-  const same = rows.length === expectedRowIds.length && rows.every((row, i) => row.id === expectedRowIds[i]);
-  if (!same) {
+): Promise<{ rows: StoredMessage[]; since: StoredMessage[] }> {
+  const active = await selectActiveRows(tx, tenantId, sessionId);
+  const rows = active.slice(0, expectedRowIds.length);
+  const prefix = rows.length === expectedRowIds.length && rows.every((row, i) => row.id === expectedRowIds[i]);
+  if (!prefix) {
     throw new TranscriptChangedError(
       sessionId,
       expectedRowIds,
-      rows.map((r) => r.id),
+      active.map((r) => r.id),
     );
   }
-  return rows;
+  return { rows, since: active.slice(expectedRowIds.length) };
+}
+
+/**
+ * Locks conversation, session and compaction record, in that order. The record's conversation is read first
+ * (it never changes) so that the conversation lock can come first.
+ */
+async function lockForCommit(tx: TenantTx, tenantId: string, compactionId: string, sessionId: string) {
+  const owner = await tx
+    .selectFrom('compactions')
+    .select('conversation_id')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', compactionId)
+    .executeTakeFirst();
+  if (!owner) throw new CompactionNotFoundError(compactionId);
+  const conversation = await lockConversation(tx, tenantId, owner.conversation_id);
+  const session = await lockSession(tx, tenantId, sessionId);
+  const record = await lockCompaction(tx, tenantId, compactionId, sessionId);
+  return { conversation, session, record };
+}
+
+/** Updates the conversation record (when the session is its current one) with the committed transcript. */
+async function commitTotals(
+  tx: TenantTx,
+  tenantId: string,
+  conversation: ConversationRow | undefined,
+  oldSessionId: string,
+  sessionId: string,
+): Promise<LogTotals | null> {
+  if (!conversation || conversation.current_session_id !== oldSessionId) return null;
+  // Read back after the writes: exact, whatever was appended meanwhile.
+  const live = await selectTranscriptTotals(tx, tenantId, sessionId);
+  return setTotals(tx, tenantId, conversation.id, {
+    ...live,
+    ...(sessionId !== oldSessionId ? { currentSessionId: sessionId } : {}),
+  });
+}
+
+/** Rows appended since the compaction read: positions right after the output, in order (and their new session). */
+async function keepRowsSince(
+  tx: TenantTx,
+  tenantId: string,
+  since: readonly StoredMessage[],
+  output: readonly ChatMessage[],
+  sessionId: string,
+): Promise<void> {
+  const moves = since
+    .map((row, i) => ({ id: row.id, position: output.length + i, moved: row.sessionId !== sessionId }))
+    .filter((m, i) => m.moved || since[i]!.position !== m.position);
+  if (moves.length === 0) return;
+  await sql`
+    UPDATE messages AS m SET position = v.position, session_id = ${sessionId}
+      FROM jsonb_to_recordset(${JSON.stringify(moves)}::jsonb) AS v(id bigint, position integer)
+     WHERE m.tenant_id = ${tenantId} AND m.id = v.id`.execute(tx);
 }
 
 function carriedIndexes(rows: readonly StoredMessage[], output: readonly ChatMessage[]): number[] {
@@ -109,7 +181,12 @@ function carriedIndexes(rows: readonly StoredMessage[], output: readonly ChatMes
   );
 }
 
-async function storedOutcome(tx: Kysely<Database>, tenantId: string, record: CompactionRow): Promise<CommitOutcome> {
+async function storedOutcome(
+  tx: Kysely<Database>,
+  tenantId: string,
+  record: CompactionRow,
+  conversation: ConversationRow | undefined,
+): Promise<CommitOutcome> {
   const note = commitNoteOf(record);
   let compressionCount = note?.compressionCount;
   if (compressionCount === undefined) {
@@ -134,6 +211,8 @@ async function storedOutcome(tx: Kysely<Database>, tenantId: string, record: Com
     insertedRowIds: note?.insertedRowIds ?? [],
     summaryRowId: note?.summaryRowId ?? null,
     alreadyCommitted: true,
+    keptSinceRowIds: note?.keptSinceRowIds ?? [],
+    totals: conversation ? totalsOf(conversation) : null,
   };
 }
 
@@ -147,6 +226,8 @@ interface Finish {
   compactedRowIds: number[];
   insertedRowIds: number[];
   summaryRowId: number | null;
+  keptSinceRowIds: number[];
+  totals: LogTotals | null;
 }
 
 /** SPEC §13.2 step 6 / §13.3 step 5: the compaction record and the event, in the commit's transaction. */
@@ -158,6 +239,7 @@ async function finishCompaction(tx: Kysely<Database>, tenantId: string, f: Finis
     summaryRowId: f.summaryRowId,
     insertedRowIds: f.insertedRowIds,
     compressionCount: f.compressionCount,
+    keptSinceRowIds: f.keptSinceRowIds,
   };
   await tx
     .updateTable('compactions')
@@ -210,6 +292,8 @@ async function finishCompaction(tx: Kysely<Database>, tenantId: string, f: Finis
     insertedRowIds: f.insertedRowIds,
     summaryRowId: f.summaryRowId,
     alreadyCommitted: false,
+    keptSinceRowIds: f.keptSinceRowIds,
+    totals: f.totals,
   };
 }
 
@@ -299,8 +383,9 @@ async function archiveRows(
 
 /**
  * SPEC §13.2: carried rows keep their id (new position), the other old rows are archived (inactive, compacted, still
- * searchable), new messages are inserted; afterwards the active rows in position order are exactly `output`.
- * Throws TranscriptChangedError (writing nothing) when the active rows are not `expectedRowIds`.
+ * searchable), new messages are inserted; afterwards the active rows in position order are exactly `output`
+ * followed by the rows appended since the compaction read the transcript. Throws TranscriptChangedError (writing
+ * nothing) when `expectedRowIds` are not the first active rows.
  */
 export async function commitInPlace(
   db: Kysely<Database>,
@@ -313,14 +398,15 @@ export async function commitInPlace(
     db,
     tenantId,
     async (tx) => {
-      const session = await lockSession(tx, tenantId, input.sessionId);
-      const record = await lockCompaction(tx, tenantId, input.compactionId, input.sessionId);
-      if (isCommitted(record)) return storedOutcome(tx, tenantId, record);
-      const rows = await readUnchangedTranscript(tx, tenantId, input.sessionId, input.expectedRowIds);
+      const { conversation, session, record } = await lockForCommit(tx, tenantId, input.compactionId, input.sessionId);
+      if (isCommitted(record)) return storedOutcome(tx, tenantId, record, conversation);
+      const { rows, since } = await readTranscript(tx, tenantId, input.sessionId, input.expectedRowIds);
       const plan = planInPlace(rows, input, carriedIndexes(rows, input.output));
       await updateCarriedRows(tx, tenantId, input.sessionId, plan.updates);
       await archiveRows(tx, tenantId, input.sessionId, plan.archivedIds, input.compactionId);
-      const inserted = await insertMessageRows(tx, tenantId, input.sessionId, plan.inserts);
+      const target = { sessionId: input.sessionId, conversationId: session.conversation_id };
+      const inserted = await insertMessageRows(tx, tenantId, target, plan.inserts);
+      await keepRowsSince(tx, tenantId, since, input.output, input.sessionId);
       const bumped = await tx
         .updateTable('sessions')
         .set({ compression_count: sql`compression_count + 1` })
@@ -338,6 +424,8 @@ export async function commitInPlace(
         compactedRowIds: plan.archivedIds,
         insertedRowIds: inserted.map((row) => row.id),
         summaryRowId: summaryRow?.id ?? plan.carriedSummaryRowId,
+        keptSinceRowIds: since.map((row) => row.id),
+        totals: await commitTotals(tx, tenantId, conversation, input.sessionId, input.sessionId),
       });
     },
     retry,
@@ -346,9 +434,9 @@ export async function commitInPlace(
 
 /**
  * SPEC §13.3: a new session (parent = old, compression_count = old + 1, numbered title) holding all of `output`;
- * the old session is ended with reason 'compression' unless it already ended (the first end reason wins); its rows
- * are left untouched. Throws TranscriptChangedError (writing nothing) when the old active rows are not
- * `expectedRowIds`.
+ * the old session is ended with reason 'compression' unless it already ended (the first end reason wins); the rows
+ * it held when the compaction read it are left untouched, the rows appended since move to the new session after the
+ * output. Throws TranscriptChangedError (writing nothing) when `expectedRowIds` are not the first active rows.
  */
 export async function commitRotation(
   db: Kysely<Database>,
@@ -362,10 +450,10 @@ export async function commitRotation(
     db,
     tenantId,
     async (tx) => {
-      const old = await lockSession(tx, tenantId, input.oldSessionId);
-      const record = await lockCompaction(tx, tenantId, input.compactionId, input.oldSessionId);
-      if (isCommitted(record)) return storedOutcome(tx, tenantId, record);
-      const rows = await readUnchangedTranscript(tx, tenantId, input.oldSessionId, input.expectedRowIds);
+      const locked = await lockForCommit(tx, tenantId, input.compactionId, input.oldSessionId);
+      const { conversation, session: old, record } = locked;
+      if (isCommitted(record)) return storedOutcome(tx, tenantId, record, conversation);
+      const { rows, since } = await readTranscript(tx, tenantId, input.oldSessionId, input.expectedRowIds);
       const carried = new Set(carriedIndexes(rows, input.output));
       const created = await insertSessionIfAbsent(tx, tenantId, {
         id: input.newSessionId,
@@ -382,7 +470,7 @@ export async function commitRotation(
       const inserted = await insertMessageRows(
         tx,
         tenantId,
-        created.id,
+        { sessionId: created.id, conversationId: old.conversation_id },
         input.output.map((message, position) => ({
           message,
           position,
@@ -397,6 +485,7 @@ export async function commitRotation(
         .where('id', '=', old.id)
         .where('ended_at', 'is', null)
         .execute();
+      await keepRowsSince(tx, tenantId, since, input.output, created.id);
       return finishCompaction(tx, tenantId, {
         result: input,
         session: old,
@@ -406,6 +495,8 @@ export async function commitRotation(
         compactedRowIds: rows.filter((_, r) => !carried.has(r)).map((row) => row.id),
         insertedRowIds: inserted.map((row) => row.id),
         summaryRowId: inserted.find((row) => row.position === input.summaryIndex)?.id ?? null,
+        keptSinceRowIds: since.map((row) => row.id),
+        totals: await commitTotals(tx, tenantId, conversation, old.id, created.id),
       });
     },
     retry,

@@ -100,6 +100,8 @@ export interface CommitNote {
   insertedRowIds: number[];
   /** The session's compression_count right after the commit (the event's value). */
   compressionCount: number;
+  /** Rows appended after the compaction read the transcript, kept after the output. */
+  keptSinceRowIds?: number[];
 }
 
 export function commitNoteOf(record: Pick<CompactionRow, 'stats'>): CommitNote | undefined {

@@ -5,6 +5,12 @@
 // `tool_calls`, `tool_call_id`; `name` → `tool_name` on tool rows, else kept in `extra`; every other runtime
 // property → `extra`. `cache_control` (on the message or on a content part) is never stored: only the caching
 // helper sets it, at request time (§12).
+//
+// A message holding characters PostgreSQL cannot store (NUL, unpaired surrogates: contracts/storableText.ts) is kept
+// exactly as JSON text in `raw_message` (JSON escapes them as `\u0000`, `\ud800`), and its columns hold a copy with
+// U+FFFD in their place, for search and SQL; reading the row returns the raw message (issue #9 §1: such content
+// round-trips, it never wedges a write).
+import { hasUnstorableText, toStorableJson } from '../../contracts/storableText.js';
 import type { ChatMessage, ContentPart, Role, ToolCall } from '../../engine/types.js';
 
 /** The message columns of a row, JSON values parsed (as pg returns jsonb). */
@@ -16,6 +22,8 @@ export interface MessageFields {
   tool_call_id: string | null;
   tool_name: string | null;
   extra: Record<string, unknown> | null;
+  /** The exact stored message as JSON when the columns above hold a sanitised copy; else null. */
+  raw_message: string | null;
 }
 
 /** Properties that have their own column (or are never stored); everything else goes to `extra`. */
@@ -55,7 +63,7 @@ function extraProperties(message: ChatMessage): Record<string, unknown> | null {
   return extra;
 }
 
-export function messageToFields(message: ChatMessage): MessageFields {
+function columnsOf(message: ChatMessage): Omit<MessageFields, 'raw_message'> {
   return {
     role: message.role,
     ...contentColumns(message.content),
@@ -64,6 +72,14 @@ export function messageToFields(message: ChatMessage): MessageFields {
     tool_name: message.role === 'tool' ? (message.name ?? null) : null,
     extra: extraProperties(message),
   };
+}
+
+export function messageToFields(message: ChatMessage): MessageFields {
+  const columns = columnsOf(message);
+  if (!hasUnstorableText(columns)) return { ...columns, raw_message: null };
+  // The exact message as it reads back (cache_control dropped, missing content → null), then a storable copy.
+  const exact = columnsToMessage(columns);
+  return { ...columnsOf(toStorableJson(exact)), raw_message: JSON.stringify(exact) };
 }
 
 /** The row shape `fieldsToMessage` reads (jsonb columns as pg returns them). */
@@ -75,9 +91,15 @@ export interface MessageColumns {
   tool_call_id: string | null;
   tool_name: string | null;
   extra: Record<string, unknown> | null;
+  raw_message?: string | null;
 }
 
 export function fieldsToMessage(row: MessageColumns): ChatMessage {
+  if (typeof row.raw_message === 'string') return JSON.parse(row.raw_message) as ChatMessage;
+  return columnsToMessage(row);
+}
+
+function columnsToMessage(row: Omit<MessageColumns, 'raw_message'>): ChatMessage {
   const message: ChatMessage & Record<string, unknown> = {
     role: row.role,
     content: (row.content_parts as ContentPart[] | null) ?? row.content,

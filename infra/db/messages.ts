@@ -1,13 +1,11 @@
-// Message rows: idempotent appends, transcript reads and the batch insert shared with the compaction commit
-// (SPEC §13.1). A batch is written with one statement whatever its size (jsonb_to_recordset: one parameter).
+// Message rows: transcript reads and the batch insert shared by appends (conversationLog.ts) and the compaction
+// commit (SPEC §13.1). A batch is written with one statement whatever its size (jsonb_to_recordset: one parameter).
 import { type Kysely, sql } from 'kysely';
 import { estimateMessageTokensRough } from '../../engine/tokens.js';
 import type { ChatMessage } from '../../engine/types.js';
 import { fieldsToMessage, messageToFields } from './messageRows.js';
 import type { Database } from './schema.js';
-import { lockSession } from './sessions.js';
 import { withTenant } from './tenant.js';
-import { withTenantWrite } from './writeRetry.js';
 
 export interface StoredMessage {
   id: number;
@@ -41,6 +39,7 @@ const STORED_COLUMNS = [
   'tool_call_id',
   'tool_name',
   'extra',
+  'raw_message',
 ] as const;
 
 function rowToStored(row: {
@@ -61,6 +60,7 @@ function rowToStored(row: {
   tool_call_id: string | null;
   tool_name: string | null;
   extra: Record<string, unknown> | null;
+  raw_message: string | null;
 }): StoredMessage {
   return {
     id: row.id,
@@ -112,14 +112,20 @@ export interface InsertedRow {
   tokenEstimate: number;
 }
 
+/** Where rows go: a session and the conversation it belongs to (idempotency keys are unique per conversation). */
+export interface RowTarget {
+  sessionId: string;
+  conversationId: string;
+}
+
 /**
  * Inserts the rows (active, not compacted, timestamp = now) in one statement; ids increase in batch order. A row
- * whose idempotency key the session already holds is skipped (not returned). Positions must be distinct.
+ * whose idempotency key the conversation already holds is skipped (not returned). Positions must be distinct.
  */
 export async function insertMessageRows(
   tx: Kysely<Database>,
   tenantId: string,
-  sessionId: string,
+  target: RowTarget,
   rows: readonly RowToInsert[],
 ): Promise<InsertedRow[]> {
   if (rows.length === 0) return [];
@@ -135,6 +141,7 @@ export async function insertMessageRows(
       tool_call_id: fields.tool_call_id ?? undefined,
       tool_name: fields.tool_name ?? undefined,
       extra: fields.extra ?? undefined,
+      raw_message: fields.raw_message ?? undefined,
       position: row.position,
       idempotency_key: row.idempotencyKey,
       compaction_id: row.compactionId,
@@ -143,16 +150,18 @@ export async function insertMessageRows(
     };
   });
   const result = await sql<{ id: number; position: number; idempotency_key: string | null; token_estimate: number }>`
-    INSERT INTO messages (tenant_id, session_id, role, content, content_parts, tool_calls, tool_call_id, tool_name,
-                          extra, position, idempotency_key, compaction_id, summary_body, token_estimate)
-    SELECT ${tenantId}, ${sessionId}, r.role, r.content, r.content_parts, r.tool_calls, r.tool_call_id, r.tool_name,
-           r.extra, r.position, r.idempotency_key, r.compaction_id, r.summary_body, r.token_estimate
+    INSERT INTO messages (tenant_id, session_id, conversation_id, role, content, content_parts, tool_calls,
+                          tool_call_id, tool_name, extra, raw_message, position, idempotency_key, compaction_id,
+                          summary_body, token_estimate)
+    SELECT ${tenantId}, ${target.sessionId}, ${target.conversationId}, r.role, r.content, r.content_parts,
+           r.tool_calls, r.tool_call_id, r.tool_name, r.extra, r.raw_message, r.position, r.idempotency_key,
+           r.compaction_id, r.summary_body, r.token_estimate
       FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS r(
              ord integer, role text, content text, content_parts jsonb, tool_calls jsonb, tool_call_id text,
-             tool_name text, extra jsonb, position integer, idempotency_key text, compaction_id text,
-             summary_body text, token_estimate integer)
+             tool_name text, extra jsonb, raw_message text, position integer, idempotency_key text,
+             compaction_id text, summary_body text, token_estimate integer)
      ORDER BY r.ord
-    ON CONFLICT (tenant_id, session_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    ON CONFLICT (tenant_id, conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, position, idempotency_key, token_estimate`.execute(tx);
   const byPosition = new Map(result.rows.map((r) => [r.position, r]));
   const inserted: InsertedRow[] = [];
@@ -167,81 +176,6 @@ export async function insertMessageRows(
     });
   }
   return inserted;
-}
-
-export interface AppendItem {
-  message: ChatMessage;
-  idempotencyKey: string;
-}
-
-export interface AppendedMessage {
-  id: number;
-  position: number;
-  idempotencyKey: string;
-  tokenEstimate: number;
-}
-
-export interface AppendResult {
-  appended: AppendedMessage[];
-  /** Keys already stored for the session (or repeated within the batch): those items were skipped. */
-  duplicates: string[];
-}
-
-async function appendState(tx: Kysely<Database>, tenantId: string, sessionId: string, keys: readonly string[]) {
-  const result = await sql<{ max_position: number | null; existing: string[] }>`
-    SELECT
-      (SELECT max(position) FROM messages
-        WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} AND active) AS max_position,
-      ARRAY(SELECT idempotency_key FROM messages
-             WHERE tenant_id = ${tenantId} AND session_id = ${sessionId}
-               AND idempotency_key = ANY(${keys}::text[])) AS existing`.execute(tx);
-  const row = result.rows[0];
-  return { nextPosition: (row?.max_position ?? -1) + 1, existing: new Set(row?.existing ?? []) };
-}
-
-/**
- * Appends the batch in one transaction: positions continue after the highest active position, in batch order;
- * an item whose key the session already holds is skipped and reported, so retrying the same call is a no-op.
- */
-export async function appendMessages(
-  db: Kysely<Database>,
-  tenantId: string,
-  sessionId: string,
-  items: readonly AppendItem[],
-): Promise<AppendResult> {
-  for (const item of items) {
-    if (typeof item.idempotencyKey !== 'string' || item.idempotencyKey === '') {
-      throw new TypeError('appendMessages: every item needs a non-empty idempotencyKey');
-    }
-  }
-  return withTenantWrite(db, tenantId, async (tx) => {
-    // The lock is its own statement so the read below takes a snapshot after any append it waited for.
-    await lockSession(tx, tenantId, sessionId);
-    const state = await appendState(
-      tx,
-      tenantId,
-      sessionId,
-      items.map((i) => i.idempotencyKey),
-    );
-    const duplicates: string[] = [];
-    const fresh: RowToInsert[] = [];
-    const seen = new Set<string>();
-    for (const item of items) {
-      if (state.existing.has(item.idempotencyKey) || seen.has(item.idempotencyKey)) {
-        duplicates.push(item.idempotencyKey);
-        continue;
-      }
-      seen.add(item.idempotencyKey);
-      fresh.push({
-        message: item.message,
-        idempotencyKey: item.idempotencyKey,
-        position: state.nextPosition + fresh.length,
-      });
-    }
-    const inserted = await insertMessageRows(tx, tenantId, sessionId, fresh);
-    const appended = inserted.map((row) => ({ ...row, idempotencyKey: row.idempotencyKey as string }));
-    return { appended, duplicates };
-  });
 }
 
 /** The transcript: active rows in position order (SPEC §1.4). */
@@ -297,22 +231,26 @@ export interface TranscriptTotals {
   activeTokens: number;
 }
 
-/** Count and summed token estimate of the session's active rows (the workflow's running totals). */
-export async function transcriptTotals(
-  db: Kysely<Database>,
+/** Count and summed token estimate of the session's active rows, in the caller's transaction. */
+export async function selectTranscriptTotals(
+  tx: Kysely<Database>,
   tenantId: string,
   sessionId: string,
 ): Promise<TranscriptTotals> {
-  const row = await withTenant(db, tenantId, (tx) =>
-    tx
-      .selectFrom('messages')
-      .select((eb) => [
-        eb.fn.countAll<string>().as('n'),
-        eb.fn.coalesce(eb.fn.sum<string>('token_estimate'), eb.lit(0)).as('tokens'),
-      ])
-      .where('session_id', '=', sessionId)
-      .where('active', '=', true)
-      .executeTakeFirstOrThrow(),
-  );
+  const row = await tx
+    .selectFrom('messages')
+    .select((eb) => [
+      eb.fn.countAll<string>().as('n'),
+      eb.fn.coalesce(eb.fn.sum<string>('token_estimate'), eb.lit(0)).as('tokens'),
+    ])
+    .where('tenant_id', '=', tenantId)
+    .where('session_id', '=', sessionId)
+    .where('active', '=', true)
+    .executeTakeFirstOrThrow();
   return { activeMessages: Number(row.n), activeTokens: Number(row.tokens) };
+}
+
+/** Count and summed token estimate of the session's active rows. */
+export function transcriptTotals(db: Kysely<Database>, tenantId: string, sessionId: string): Promise<TranscriptTotals> {
+  return withTenant(db, tenantId, (tx) => selectTranscriptTotals(tx, tenantId, sessionId));
 }

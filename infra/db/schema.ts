@@ -41,6 +41,8 @@ export interface MessagesTable {
   id: Generated<number>;
   tenant_id: string;
   session_id: string;
+  /** Idempotency keys are unique per conversation (migrations/0006). */
+  conversation_id: string;
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string | null;
   content_parts: ColumnType<unknown[] | null, string | null | undefined, string | null>;
@@ -48,6 +50,8 @@ export interface MessagesTable {
   tool_call_id: string | null;
   tool_name: string | null;
   extra: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  /** The exact message as JSON text when it holds characters text/jsonb cannot store (messageRows.ts). */
+  raw_message: string | null;
   timestamp: Timestamp;
   active: Generated<boolean>;
   compacted: Generated<boolean>;
@@ -60,6 +64,29 @@ export interface MessagesTable {
   search_tsv: ColumnType<string, never, never>;
   /** CJK unigrams and bigrams of indexed_text (migrations/0002): prefilter of the 1–2-character CJK search. */
   cjk_grams: ColumnType<string[], never, never>;
+}
+
+/** One conversation: the log's head (current session, totals, version) and the workflow's published state. */
+export interface ConversationsTable {
+  tenant_id: string;
+  id: string;
+  current_session_id: string;
+  model: string;
+  provider: string | null;
+  context_length: number | null;
+  source: Generated<string>;
+  title: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  /** Bumped by every change of the transcript (append, commit, replay swap) under the row's lock. */
+  version: Generated<number>;
+  /** Accepted batches (each non-empty append bumps it); notifications carry it. */
+  batch_seq: Generated<number>;
+  /** The workflow has taken every decision due for the batches up to this one. */
+  applied_seq: Generated<number>;
+  active_messages: Generated<number>;
+  active_tokens: Generated<number>;
+  state: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
 }
 
 export interface CompactionsTable {
@@ -136,6 +163,7 @@ export interface Database {
   tenants: TenantsTable;
   tenant_markers: TenantMarkersTable;
   sessions: SessionsTable;
+  conversations: ConversationsTable;
   messages: MessagesTable;
   /** View: the messages of the tenant in app.tenant_id, index-friendly (migrations/0001). Read-only. */
   tenant_messages: MessagesTable;
@@ -147,5 +175,6 @@ export type MessageRow = Selectable<MessagesTable>;
 export type NewMessageRow = Insertable<MessagesTable>;
 export type MessageRowUpdate = Updateable<MessagesTable>;
 export type SessionRow = Selectable<SessionsTable>;
+export type ConversationRow = Selectable<ConversationsTable>;
 export type CompactionRow = Selectable<CompactionsTable>;
 export type TenantRow = Selectable<TenantsTable>;

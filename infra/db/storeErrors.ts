@@ -45,3 +45,29 @@ export class CompactionNotReplayableError extends Error {
     super(`Compaction ${compactionId} cannot be replayed: ${detail}`);
   }
 }
+
+/** The conversation does not exist for this tenant (row-level security hides other tenants' conversations too). */
+export class ConversationNotFoundError extends Error {
+  override readonly name = 'ConversationNotFoundError';
+  constructor(readonly conversationId: string) {
+    super(`Conversation ${conversationId} not found`);
+  }
+}
+
+/**
+ * An idempotency key the conversation already holds arrived with a different message (issue #9 §7): the batch is
+ * refused as a whole, nothing is written. The same key with the same message is a harmless duplicate instead.
+ */
+export class IdempotencyConflictError extends Error {
+  override readonly name = 'IdempotencyConflictError';
+  constructor(
+    readonly idempotencyKey: string,
+    /** Index of the item in the batch. */
+    readonly index: number,
+  ) {
+    super(
+      `messages[${index}].idempotencyKey '${idempotencyKey}' was already used for a different message in this ` +
+        'conversation; send a new key for a new message',
+    );
+  }
+}

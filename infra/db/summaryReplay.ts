@@ -4,6 +4,7 @@ import { type Kysely, sql } from 'kysely';
 import { SUMMARY_PREFIX } from '../../engine/constants.js';
 import type { ChatMessage, ContentPart } from '../../engine/types.js';
 import { COMMITTED_STATUSES, commitNoteOf, isCommitted, lockCompaction, selectCompaction } from './compactions.js';
+import { lockConversation, setTotals } from './conversations.js';
 import { fieldsToMessage } from './messageRows.js';
 import { insertMessageRows } from './messages.js';
 import type { CompactionRow, Database } from './schema.js';
@@ -80,6 +81,8 @@ async function findSummaryRow(tx: Kysely<Database>, tenantId: string, record: Co
       'tool_call_id',
       'tool_name',
       'extra',
+      'raw_message',
+      'token_estimate',
     ])
     .where('tenant_id', '=', tenantId)
     .where('session_id', '=', transcriptSessionOf(record));
@@ -154,6 +157,8 @@ export function replaceReplayedSummary(
     async (tx) => {
       const peek = await selectCompaction(tx, tenantId, input.compactionId);
       if (!peek) throw new CompactionNotFoundError(input.compactionId);
+      // Lock order of every log writer: conversation, session, compaction.
+      const conversation = await lockConversation(tx, tenantId, peek.conversation_id);
       await lockSession(tx, tenantId, transcriptSessionOf(peek));
       const record = await lockCompaction(tx, tenantId, input.compactionId);
       const previous = replayNoteOf(record);
@@ -180,9 +185,16 @@ export function replaceReplayedSummary(
         .where('tenant_id', '=', tenantId)
         .where('id', '=', row.id)
         .execute();
-      const [inserted] = await insertMessageRows(tx, tenantId, transcriptSessionOf(record), [
+      const target = { sessionId: transcriptSessionOf(record), conversationId: record.conversation_id };
+      const [inserted] = await insertMessageRows(tx, tenantId, target, [
         { message, position: row.position, compactionId: record.id, summaryBody: input.newSummaryBody },
       ]);
+      if (conversation?.current_session_id === target.sessionId && inserted) {
+        await setTotals(tx, tenantId, conversation.id, {
+          activeMessages: conversation.active_messages,
+          activeTokens: conversation.active_tokens - row.token_estimate + inserted.tokenEstimate,
+        });
+      }
       const note: ReplayNote = { ...base, applied: true, previousSummaryRowId: row.id, summaryRowId: inserted?.id };
       await recordReplay(tx, tenantId, record, note);
       return outcomeOf(record, note);

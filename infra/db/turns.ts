@@ -1,7 +1,7 @@
 // Agent turns run by the system (chat backend mode) and their cache economics (migration 0004).
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import { withTenant } from './tenant.js';
+import { type TenantTx, withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
 
 export interface TurnRecord {
@@ -21,31 +21,34 @@ export interface TurnRecord {
   afterCompactionId: string | null;
 }
 
-/** Inserts the turn once (its id is the workflow-generated turn key; a retry changes nothing). */
+/** Inserts the turn once (its id is the turn key; a retry changes nothing), in the caller's transaction. */
+export async function insertTurn(tx: TenantTx, tenantId: string, turn: TurnRecord): Promise<void> {
+  await tx
+    .insertInto('turns')
+    .values({
+      tenant_id: tenantId,
+      id: turn.id,
+      session_id: turn.sessionId,
+      conversation_id: turn.conversationId,
+      model: turn.model,
+      provider: turn.provider,
+      message_id: turn.messageId,
+      finish_reason: turn.finishReason,
+      prompt_tokens: turn.promptTokens,
+      completion_tokens: turn.completionTokens,
+      cache_read_tokens: turn.cacheReadTokens,
+      cache_write_tokens: turn.cacheWriteTokens,
+      uncached_input_tokens: turn.uncachedInputTokens,
+      caching_enabled: turn.cachingEnabled,
+      after_compaction_id: turn.afterCompactionId,
+    })
+    .onConflict((oc) => oc.columns(['tenant_id', 'id']).doNothing())
+    .execute();
+}
+
+/** Inserts the turn once, in its own transaction. */
 export async function recordTurn(db: Kysely<Database>, tenantId: string, turn: TurnRecord): Promise<void> {
-  await withTenantWrite(db, tenantId, (tx) =>
-    tx
-      .insertInto('turns')
-      .values({
-        tenant_id: tenantId,
-        id: turn.id,
-        session_id: turn.sessionId,
-        conversation_id: turn.conversationId,
-        model: turn.model,
-        provider: turn.provider,
-        message_id: turn.messageId,
-        finish_reason: turn.finishReason,
-        prompt_tokens: turn.promptTokens,
-        completion_tokens: turn.completionTokens,
-        cache_read_tokens: turn.cacheReadTokens,
-        cache_write_tokens: turn.cacheWriteTokens,
-        uncached_input_tokens: turn.uncachedInputTokens,
-        caching_enabled: turn.cachingEnabled,
-        after_compaction_id: turn.afterCompactionId,
-      })
-      .onConflict((oc) => oc.columns(['tenant_id', 'id']).doNothing())
-      .execute(),
-  );
+  await withTenantWrite(db, tenantId, (tx) => insertTurn(tx, tenantId, turn));
 }
 
 export async function getTurn(db: Kysely<Database>, tenantId: string, id: string): Promise<TurnRecord | null> {

@@ -293,3 +293,38 @@ export function providerApiKey(
   if (typeof key !== 'string' || key.trim() === '') throw new ProviderKeyMissingError(provider.id, provider.apiKeyEnv);
   return key;
 }
+
+/** The provider the agent turn of a conversation uses: its own, else `model.provider` of config.yaml. */
+export function chatProviderOf(
+  config: ProvidersConfig | null,
+  conversationProvider: string | null,
+): ProviderConfig | null {
+  const id = conversationProvider ?? config?.main.provider ?? null;
+  return id === null || !config ? null : (config.providers.get(id) ?? null);
+}
+
+/**
+ * Why the agent turn (chat backend mode) cannot run for a conversation — no provider configured, or its API key is
+ * not set — or null. The gateway refuses such a request before storing anything; the respond activity checks the
+ * same rule (issue #9 §7).
+ */
+export function chatProviderProblem(
+  config: ProvidersConfig | null,
+  conversationProvider: string | null,
+  env: Readonly<Record<string, string | undefined>>,
+): string | null {
+  const id = conversationProvider ?? config?.main.provider ?? null;
+  const provider = chatProviderOf(config, conversationProvider);
+  if (!provider) {
+    return id
+      ? `provider '${id}' is not configured (config.yaml providers.${id})`
+      : 'no LLM provider is configured for this conversation (config.yaml providers / model.provider)';
+  }
+  try {
+    providerApiKey(provider, env);
+  } catch (err) {
+    if (err instanceof ProviderKeyMissingError) return err.message;
+    throw err;
+  }
+  return null;
+}

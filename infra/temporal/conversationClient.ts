@@ -1,60 +1,76 @@
-// Client functions for conversations (used by the gateway, the CLI and the tests): submit messages
-// (signal-with-start, idempotency keys), manual compress, model switch, status, sync, compaction replay.
-
-import { Client, type Connection, WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
-import { resolveUsableContextLength } from '../../engine/index.js';
+// The Temporal side of a conversation (used by clients/conversations.ts): start the workflow, notify it of a stored
+// batch (signal-with-start, so a missing workflow is started again from the conversation record), and run the
+// updates that need the workflow — chat turns, manual compaction, model switch — each accepted within a bounded
+// time or refused as unavailable (issue #9 §6: a dead worker gives 503, never a hang).
+import {
+  Client,
+  type Connection,
+  isGrpcServiceError,
+  ServiceError,
+  type WorkflowUpdateHandle,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+} from '@temporalio/client';
 import type { ConversationInput, conversationWorkflow } from '../../workflows/conversation.js';
 import {
+  batchStoredSignal,
   type ChatTurnRequest,
   type CompactionResult,
   type CompactRequest,
   type ConversationStatus,
   chatTurnUpdate,
   compactUpdate,
-  type SubmitMessages,
+  type StoredBatch,
   type SwitchModelRequest,
   statusQuery,
-  submitMessagesSignal,
   switchModelUpdate,
-  syncUpdate,
   type TurnResult,
 } from '../../workflows/definitions.js';
 import { CONVERSATIONS_TASK_QUEUE, conversationWorkflowId, replayWorkflowId } from '../../workflows/ids.js';
 import type { ReplayResult, replayCompactionWorkflow } from '../../workflows/replay.js';
 import { ConversationId, Model, TenantId } from '../../workflows/searchAttributes.js';
-import { validateSubmit } from '../../workflows/validation.js';
 
-/** A request the client refuses before anything is sent (HTTP 400 material); the message names the field. */
-export class InvalidRequestError extends Error {
-  override name = 'InvalidRequestError';
-}
-
-export interface ConversationStart {
-  model: string;
-  provider?: string | null;
-  contextLength?: number | null;
-  source?: string;
-  title?: string | null;
-  timeouts?: ConversationInput['timeouts'];
-  maxSeenKeys?: number;
-}
-
-/** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
-export function validateModelChoice(start: Pick<ConversationStart, 'model' | 'provider' | 'contextLength'>): void {
-  try {
-    resolveUsableContextLength(start.model, start.provider ?? null, start.contextLength ?? null);
-  } catch (err) {
-    throw new InvalidRequestError((err as Error).message);
+/** Temporal cannot be reached, or the conversation's worker did not take the request in time: retry later (503). */
+export class TemporalUnavailableError extends Error {
+  override readonly name = 'TemporalUnavailableError';
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
   }
+}
+
+const GRPC_UNAVAILABLE = 14;
+const GRPC_DEADLINE_EXCEEDED = 4;
+
+/** A connection-level failure of a Temporal call (server down or unreachable, deadline passed). */
+export function isTemporalOutage(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; depth++) {
+    if (e instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return true;
+    if (isGrpcServiceError(e) && (e.code === GRPC_UNAVAILABLE || e.code === GRPC_DEADLINE_EXCEEDED)) return true;
+    if (e instanceof ServiceError && /UNAVAILABLE|DEADLINE_EXCEEDED|connect/i.test(e.message)) return true;
+    e = e.cause;
+  }
+  return false;
+}
+
+export interface ClientOptions {
+  namespace?: string;
+  taskQueue?: string;
+  /** How long an update may wait for the workflow's worker to accept it (default 10 s). */
+  acceptWithinMs?: number;
 }
 
 export class ConversationClient {
   readonly client: Client;
   readonly taskQueue: string;
+  readonly acceptWithinMs: number;
 
-  constructor(connection: Connection, options: { namespace?: string; taskQueue?: string } = {}) {
+  constructor(connection: Connection, options: ClientOptions = {}) {
     this.client = new Client({ connection, namespace: options.namespace ?? 'default' });
     this.taskQueue = options.taskQueue ?? CONVERSATIONS_TASK_QUEUE;
+    this.acceptWithinMs = options.acceptWithinMs ?? 10_000;
   }
 
   private handle(tenantId: string, conversationId: string) {
@@ -63,129 +79,107 @@ export class ConversationClient {
     );
   }
 
-  private startOptions(tenantId: string, conversationId: string, start: ConversationStart) {
-    validateModelChoice(start);
-    const input: ConversationInput = {
-      tenantId,
-      conversationId,
-      model: start.model,
-      provider: start.provider ?? null,
-      contextLength: start.contextLength ?? null,
-      source: start.source ?? 'api',
-      title: start.title ?? null,
-      ...(start.timeouts ? { timeouts: start.timeouts } : {}),
-      ...(start.maxSeenKeys ? { maxSeenKeys: start.maxSeenKeys } : {}),
-    };
+  private startOptions(input: ConversationInput) {
     return {
       taskQueue: this.taskQueue,
-      workflowId: conversationWorkflowId(tenantId, conversationId),
+      workflowId: conversationWorkflowId(input.tenantId, input.conversationId),
       args: [input] as [ConversationInput],
-      staticSummary: `Conversation ${conversationId} of tenant ${tenantId}`,
+      staticSummary: `Conversation ${input.conversationId} of tenant ${input.tenantId}`,
       typedSearchAttributes: [
-        { key: TenantId, value: tenantId },
-        { key: ConversationId, value: conversationId },
-        { key: Model, value: start.model },
+        { key: TenantId, value: input.tenantId },
+        { key: ConversationId, value: input.conversationId },
+        { key: Model, value: input.model },
       ],
     };
   }
 
-  /** Starts the conversation workflow unless it already runs (idempotent). */
-  async start(tenantId: string, conversationId: string, start: ConversationStart): Promise<void> {
-    await this.client.workflow.start('conversationWorkflow', {
-      ...this.startOptions(tenantId, conversationId, start),
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
-  }
-
-  /** Whether the conversation's workflow is running (closed or never started: false). */
-  async isRunning(tenantId: string, conversationId: string): Promise<boolean> {
+  /** Runs a Temporal call; a connection failure becomes TemporalUnavailableError. */
+  private async guarded<T>(what: string, fn: () => Promise<T>): Promise<T> {
     try {
-      const description = await this.handle(tenantId, conversationId).describe();
-      return description.status.name === 'RUNNING';
+      return await fn();
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return false;
+      if (isTemporalOutage(err)) {
+        throw new TemporalUnavailableError(`Temporal is unavailable (${what}); retry shortly`, 2, { cause: err });
+      }
       throw err;
     }
   }
 
-  /** Appends messages to a running conversation (no start). Duplicated idempotency keys are ignored. */
-  async append(tenantId: string, conversationId: string, batch: SubmitMessages): Promise<void> {
-    const problem = validateSubmit(batch);
-    if (problem) throw new InvalidRequestError(problem);
-    await this.handle(tenantId, conversationId).signal(submitMessagesSignal, batch);
+  /** Starts the conversation workflow unless it already runs (idempotent). */
+  async start(input: ConversationInput): Promise<void> {
+    await this.guarded('start', () =>
+      this.client.workflow.start('conversationWorkflow', {
+        ...this.startOptions(input),
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      }),
+    );
   }
 
-  /** Appends messages (starting the conversation workflow when needed). Duplicated idempotency keys are ignored. */
-  async submit(
-    tenantId: string,
-    conversationId: string,
-    batch: SubmitMessages,
-    start: ConversationStart,
-  ): Promise<void> {
-    const problem = validateSubmit(batch);
-    if (problem) throw new InvalidRequestError(problem);
-    await this.client.workflow.signalWithStart('conversationWorkflow', {
-      ...this.startOptions(tenantId, conversationId, start),
-      signal: submitMessagesSignal,
-      signalArgs: [batch],
-    });
+  /** Tells the workflow about a committed batch, starting it again from `input` if it is not running. */
+  async notify(input: ConversationInput, batch: StoredBatch): Promise<void> {
+    await this.guarded('notify', () =>
+      this.client.workflow.signalWithStart('conversationWorkflow', {
+        ...this.startOptions(input),
+        signal: batchStoredSignal,
+        signalArgs: [batch],
+      }),
+    );
   }
 
   /**
-   * Chat backend mode: appends the messages (a user message, or the results of the tool calls the last reply asked
-   * for), runs the main model and returns its reply with the usage. A failed model call rejects with its cause.
+   * An update that needs the workflow: accepted within `acceptWithinMs` (else TemporalUnavailableError: the worker
+   * is down or busy), then awaited to completion. The same `updateId` attaches to the update already running.
    */
-  async chatTurn(tenantId: string, conversationId: string, request: ChatTurnRequest): Promise<TurnResult> {
-    const problem = validateSubmit({ messages: request.messages });
-    if (problem) throw new InvalidRequestError(problem);
-    return this.handle(tenantId, conversationId).executeUpdate(chatTurnUpdate, { args: [request] });
+  private async update<Ret>(
+    tenantId: string,
+    conversationId: string,
+    start: (handle: ReturnType<ConversationClient['handle']>) => Promise<WorkflowUpdateHandle<Ret>>,
+  ): Promise<Ret> {
+    const handle = this.handle(tenantId, conversationId);
+    const started = await this.guarded('the conversation worker did not accept the request in time', () =>
+      this.client.withDeadline(Date.now() + this.acceptWithinMs, () => start(handle)),
+    );
+    return this.guarded('update result', () => started.result());
   }
 
-  /** Waits until every message submitted before this call has been processed; returns the status then. */
-  async sync(tenantId: string, conversationId: string): Promise<ConversationStatus> {
-    return this.handle(tenantId, conversationId).executeUpdate(syncUpdate);
+  /** Chat backend mode: runs the agent turn of the stored batch; idempotent by turn id. */
+  chatTurn(tenantId: string, conversationId: string, request: ChatTurnRequest): Promise<TurnResult> {
+    return this.update(tenantId, conversationId, (h) =>
+      h.startUpdate(chatTurnUpdate, { args: [request], updateId: request.turnId, waitForStage: 'ACCEPTED' }),
+    );
   }
 
   /** Manual compress (SPEC §7.6): forced, with an optional focus topic; returns the compaction result. */
-  async compact(tenantId: string, conversationId: string, request: CompactRequest = {}): Promise<CompactionResult> {
-    return this.handle(tenantId, conversationId).executeUpdate(compactUpdate, { args: [request] });
+  compact(tenantId: string, conversationId: string, request: CompactRequest = {}): Promise<CompactionResult> {
+    return this.update(tenantId, conversationId, (h) =>
+      h.startUpdate(compactUpdate, { args: [request], waitForStage: 'ACCEPTED' }),
+    );
   }
 
-  /** Starts the conversation if needed, then compacts it (update-with-start). */
-  async compactWithStart(
-    tenantId: string,
-    conversationId: string,
-    request: CompactRequest,
-    start: ConversationStart,
-  ): Promise<CompactionResult> {
-    const op = new WithStartWorkflowOperation<typeof conversationWorkflow>('conversationWorkflow', {
-      ...this.startOptions(tenantId, conversationId, start),
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
-    return this.client.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation: op });
+  switchModel(tenantId: string, conversationId: string, request: SwitchModelRequest): Promise<ConversationStatus> {
+    return this.update(tenantId, conversationId, (h) =>
+      h.startUpdate(switchModelUpdate, { args: [request], waitForStage: 'ACCEPTED' }),
+    );
   }
 
-  async switchModel(
-    tenantId: string,
-    conversationId: string,
-    request: SwitchModelRequest,
-  ): Promise<ConversationStatus> {
-    return this.handle(tenantId, conversationId).executeUpdate(switchModelUpdate, { args: [request] });
+  /** The workflow's live status (a query: nothing is written to its history), within `timeoutMs`. */
+  liveStatus(tenantId: string, conversationId: string, timeoutMs = 2_000): Promise<ConversationStatus> {
+    return this.guarded('status query', () =>
+      this.client.withDeadline(Date.now() + timeoutMs, () => this.handle(tenantId, conversationId).query(statusQuery)),
+    );
   }
 
-  async status(tenantId: string, conversationId: string): Promise<ConversationStatus> {
-    return this.handle(tenantId, conversationId).query(statusQuery);
-  }
-
-  /** Replays a failed / fallback / aborted compaction (SPEC §13.7) and waits for the result. */
+  /** Replays a compaction that used the fallback summary (SPEC §13.7) and waits for the result. */
   async replayCompaction(tenantId: string, compactionId: string): Promise<ReplayResult> {
     const attempt = Date.now();
-    return this.client.workflow.execute<typeof replayCompactionWorkflow>('replayCompactionWorkflow', {
-      taskQueue: this.taskQueue,
-      workflowId: replayWorkflowId(tenantId, compactionId, attempt),
-      args: [{ tenantId, compactionId }],
-      staticSummary: `Replay of compaction ${compactionId} (tenant ${tenantId})`,
-      typedSearchAttributes: [{ key: TenantId, value: tenantId }],
-    });
+    return this.guarded('replay', () =>
+      this.client.workflow.execute<typeof replayCompactionWorkflow>('replayCompactionWorkflow', {
+        taskQueue: this.taskQueue,
+        workflowId: replayWorkflowId(tenantId, compactionId, attempt),
+        args: [{ tenantId, compactionId }],
+        staticSummary: `Replay of compaction ${compactionId} (tenant ${tenantId})`,
+        typedSearchAttributes: [{ key: TenantId, value: tenantId }],
+      }),
+    );
   }
 }

@@ -52,7 +52,22 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Free ports are picked by binding and releasing them: another process may take one before the server binds it. */
+const PORT_ATTEMPTS = 4;
+
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (err) {
+      const portsChosenHere = !options.grpcPort && (options.uiPort === false || !options.uiPort);
+      const raced = err instanceof Error && /address already in use/.test(err.message);
+      if (!portsChosenHere || !raced || attempt >= PORT_ATTEMPTS) throw err;
+    }
+  }
+}
+
+async function startOnce(options: DevServerOptions): Promise<DevServer> {
   const cli = options.cliPath ?? (await resolveTemporalCli());
   const namespace = options.namespace ?? 'default';
   const grpcPort = options.grpcPort || (await freePort());

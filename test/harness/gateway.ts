@@ -7,6 +7,7 @@ import type { Summarizer } from '../../engine/index.js';
 import { createMetrics } from '../../infra/metrics/registry.js';
 import { buildGateway } from '../../workers/gateway/app.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
+import type { StackAtOptions } from './stackAt.js';
 import { createTestStack, type TestStack } from './temporal.js';
 
 export interface GatewayHarness {
@@ -21,11 +22,21 @@ export interface GatewayHarness {
 }
 
 export async function startGatewayHarness(
-  options: { summarizer?: Summarizer | null; bodyLimit?: number } = {},
+  options: {
+    summarizer?: Summarizer | null;
+    bodyLimit?: number;
+    requestTimeoutMs?: number;
+    stack?: Omit<StackAtOptions, 'address' | 'namespace' | 'db'>;
+  } = {},
 ): Promise<GatewayHarness> {
   const testDb = await createTestDatabase(inject('databaseUrl'));
   const metrics = createMetrics({ db: testDb.db, defaultMetrics: false });
-  const stack = await createTestStack({ db: testDb.db, summarizer: options.summarizer ?? null, metrics });
+  const stack = await createTestStack({
+    summarizer: options.summarizer ?? null,
+    metrics,
+    ...options.stack,
+    db: testDb.db,
+  });
   const adminKey = `admin-${randomUUID()}`;
   const app = await buildGateway({
     db: testDb.db,
@@ -35,6 +46,7 @@ export async function startGatewayHarness(
     cacheTtl: '5m',
     defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
+    ...(options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const harness: GatewayHarness = {

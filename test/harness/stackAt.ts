@@ -1,6 +1,7 @@
-// A worker + ConversationClient on a Temporal server at a given address: the same plumbing as createTestStack
-// (harness/temporal.ts), but without vitest's `inject`, so that test files with their own dev server (e.g. one with
-// a small continue-as-new limit) and plain scripts (test/fixtures/histories/record.ts, bench/) can use it.
+// A worker + the Conversations facade (PostgreSQL log + Temporal client) on a Temporal server at a given address: the
+// same plumbing as createTestStack (harness/temporal.ts), but without vitest's `inject`, so that test files with
+// their own dev server (e.g. one with a small continue-as-new limit) and plain scripts (test/fixtures/histories/
+// record.ts, bench/) can use it.
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import {
@@ -11,8 +12,10 @@ import {
 } from '@temporalio/worker';
 import type { Kysely } from 'kysely';
 import type { ActivityDeps } from '../../activities/index.js';
+import { Conversations, type ConversationsOptions } from '../../clients/conversations.js';
 import { type CompressionConfig, normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
 import type { Database } from '../../infra/db/schema.js';
+import { chatProviderProblem } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
 import { ConversationClient } from '../../infra/temporal/conversationClient.js';
 import { createWorker, WORKFLOWS_PATH } from '../../workers/createWorker.js';
@@ -32,7 +35,8 @@ export interface StackAt {
   address: string;
   namespace: string;
   taskQueue: string;
-  client: ConversationClient;
+  client: Conversations;
+  temporal: ConversationClient;
   connection: Connection;
   /** Starts (or restarts) the worker, optionally with another summarizer. */
   startWorker(options?: { summarizer?: Summarizer | null }): Promise<void>;
@@ -51,6 +55,10 @@ export interface StackAtOptions {
   metrics?: Metrics;
   /** Further activity dependencies (providers, per-model summarizer, cache TTL, env). */
   activityDeps?: Partial<ActivityDeps>;
+  /** Options of the Conversations facade (wait bound, chat availability). */
+  conversations?: ConversationsOptions;
+  /** How long updates wait for the worker to accept them (default 10 s). */
+  acceptWithinMs?: number;
 }
 
 export async function createStackAt(options: StackAtOptions): Promise<StackAt> {
@@ -59,7 +67,21 @@ export async function createStackAt(options: StackAtOptions): Promise<StackAt> {
   const taskQueue = options.taskQueue ?? `test-${randomUUID()}`;
   const nativeConnection = await NativeConnection.connect({ address });
   const connection = await Connection.connect({ address });
-  const client = new ConversationClient(connection, { namespace, taskQueue });
+  const temporal = new ConversationClient(connection, {
+    namespace,
+    taskQueue,
+    ...(options.acceptWithinMs ? { acceptWithinMs: options.acceptWithinMs } : {}),
+  });
+  // Chat availability as the gateway checks it in production (no provider or key: refused before anything is stored).
+  const client = new Conversations(options.db, temporal, {
+    chatProblem: (row) =>
+      chatProviderProblem(
+        options.activityDeps?.providers ?? null,
+        row.provider,
+        options.activityDeps?.env ?? process.env,
+      ),
+    ...options.conversations,
+  });
   let running: { worker: Worker; done: Promise<void> } | undefined;
 
   const stopWorker = async () => {
@@ -94,6 +116,7 @@ export async function createStackAt(options: StackAtOptions): Promise<StackAt> {
     namespace,
     taskQueue,
     client,
+    temporal,
     connection,
     startWorker,
     stopWorker,

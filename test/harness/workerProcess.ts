@@ -73,6 +73,7 @@ const worker = await Worker.create({
   ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
   activities,
   shutdownGraceTime: '5 seconds',
+  stickyQueueScheduleToStartTimeout: '2 seconds',
 });
 
 const running = worker.run();

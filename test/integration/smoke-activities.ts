@@ -19,7 +19,14 @@ export function createSmokeActivities(db: Kysely<Database>) {
           .execute();
         const { id } = await tx
           .insertInto('messages')
-          .values({ tenant_id: tenantId, session_id: 's1', role: 'user', content: text, position: 0 })
+          .values({
+            tenant_id: tenantId,
+            session_id: 's1',
+            conversation_id: 'c1',
+            role: 'user',
+            content: text,
+            position: 0,
+          })
           .returning('id')
           .executeTakeFirstOrThrow();
         return tx.selectFrom('messages').select(['id', 'content']).where('id', '=', id).executeTakeFirstOrThrow();

@@ -28,6 +28,7 @@ async function seed(tenantId: string, sessionId: string, texts: string[]): Promi
         texts.map((content, position) => ({
           tenant_id: tenantId,
           session_id: sessionId,
+          conversation_id: 'conv',
           role: 'user' as const,
           content,
           position,
@@ -40,7 +41,13 @@ async function seed(tenantId: string, sessionId: string, texts: string[]): Promi
 describe('migrations', () => {
   it('migrate up from an empty database creates the schema, and a second run applies nothing', async () => {
     const first = await migrateToLatest(testDb.db);
-    expect(first.applied).toEqual(['0001_initial', '0002_search', '0003_api_keys', '0004_turns']);
+    expect(first.applied).toEqual([
+      '0001_initial',
+      '0002_search',
+      '0003_api_keys',
+      '0004_turns',
+      '0006_conversation_log',
+    ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
     const tables = await sql<{ table_name: string }>`

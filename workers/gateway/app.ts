@@ -1,37 +1,63 @@
-// The HTTP gateway (DESIGN.md §6): fastify with JSON schemas, OpenAPI at /docs, bearer key per tenant.
+// The HTTP gateway (DESIGN.md §6): fastify with JSON schemas, OpenAPI at /docs, bearer key per tenant. Bodies are
+// JSON in UTF-8 within the store's limits (jsonBody.ts), validated without type coercion (validators.ts); a request
+// whose body never finishes is cut off after `requestTimeoutMs` (issue #9 §7).
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import type { Conversations } from '../../clients/conversations.js';
 import type { CacheTtl } from '../../engine/index.js';
 import type { Database } from '../../infra/db/schema.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
-import type { ConversationClient } from '../../infra/temporal/conversationClient.js';
 import { errorHandler, HttpError } from './errors.js';
+import { installJsonBodyParser } from './jsonBody.js';
 import { adminRoutes } from './routes/admin.js';
 import { compactionRoutes } from './routes/compactions.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { opsRoutes } from './routes/ops.js';
 import { searchRoutes } from './routes/search.js';
+import { installValidators } from './validators.js';
 
 export interface GatewayDeps {
   db: Kysely<Database>;
-  conversations: ConversationClient;
+  conversations: Conversations;
   metrics: Metrics;
   adminKey: string | null;
+  /** When set, `/metrics` requires this bearer key. */
+  metricsKey?: string | null;
   cacheTtl: CacheTtl | null;
   defaultModel: { model: string; provider: string | null; contextLength: number | null };
   /** Largest accepted request body in bytes (default 1 MiB). */
   bodyLimit?: number;
+  /** Time to receive a whole request, headers and body (default 30 s). */
+  requestTimeoutMs?: number;
   logger?: boolean;
+}
+
+/** Validation messages name the field as a path; the store's text rule gets words instead of its format name. */
+function validationMessage(
+  errors: ReadonlyArray<{ instancePath: string; message?: string; params?: unknown }>,
+  part: string,
+) {
+  return errors
+    .map((e) => {
+      const at = `${part}${e.instancePath.replace(/\/(\d+)(?=\/|$)/g, '[$1]').replace(/\//g, '.')}`;
+      const format = (e.params as { format?: string } | undefined)?.format;
+      const text = format === 'dc-text' ? 'must be text without NUL characters or unpaired surrogates' : e.message;
+      return `${at} ${text}`;
+    })
+    .join(', ');
 }
 
 export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: deps.bodyLimit ?? 1024 * 1024,
-    ajv: { customOptions: { allErrors: false, coerceTypes: 'array', removeAdditional: false } },
+    requestTimeout: deps.requestTimeoutMs ?? 30_000,
+    schemaErrorFormatter: (errors, dataVar) => new Error(validationMessage(errors, dataVar)),
   });
+  installValidators(app);
+  installJsonBodyParser(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request) => {
     throw new HttpError(404, `no route ${request.method} ${request.url.split('?')[0]}`);

@@ -1,16 +1,25 @@
 // One error handler for the gateway (DESIGN.md §7 fastify): bad input gets a 4xx whose message names the field;
-// unknown things get 404; only real faults are 5xx.
-
+// unknown things get 404; a reused idempotency key with another message 409; an outage of PostgreSQL or Temporal
+// 503 with Retry-After and a message naming the system (issue #9 §6); only real faults are 5xx.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ChatUnavailableError, InvalidRequestError } from '../../clients/conversations.js';
 import { ConfigError } from '../../engine/index.js';
-import { InvalidRequestError } from '../../infra/temporal/conversationClient.js';
+import { classifyDbError, refusedWriteMessage } from '../../infra/db/dbErrors.js';
+import {
+  CompactionNotFoundError,
+  ConversationNotFoundError,
+  IdempotencyConflictError,
+  SessionNotFoundError,
+} from '../../infra/db/storeErrors.js';
+import { isTemporalOutage, TemporalUnavailableError } from '../../infra/temporal/conversationClient.js';
 
 export class HttpError extends Error {
   constructor(
     readonly statusCode: number,
     message: string,
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -23,19 +32,63 @@ const REASONS: Record<number, string> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Entity',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
 };
 
-function classify(error: FastifyError | Error): { status: number; message: string } {
-  if (error instanceof HttpError) return { status: error.statusCode, message: error.message };
+/** Seconds a client should wait before retrying after an outage. */
+const OUTAGE_RETRY_AFTER_S = 2;
+
+interface Classified {
+  status: number;
+  message: string;
+  retryAfter?: number;
+}
+
+function classify(error: FastifyError | Error): Classified {
+  if (error instanceof HttpError) {
+    return {
+      status: error.statusCode,
+      message: error.message,
+      ...(error.retryAfterSeconds ? { retryAfter: error.retryAfterSeconds } : {}),
+    };
+  }
   if ('validation' in error && error.validation) return { status: 400, message: error.message };
-  if (error instanceof InvalidRequestError) return { status: 400, message: error.message };
-  if (error instanceof ConfigError) return { status: 400, message: error.message };
+  if (error instanceof InvalidRequestError || error instanceof ConfigError)
+    return { status: 400, message: error.message };
+  if (error instanceof IdempotencyConflictError) return { status: 409, message: error.message };
+  if (error instanceof ChatUnavailableError) return { status: 422, message: error.message };
+  if (error instanceof ConversationNotFoundError) {
+    return { status: 404, message: `unknown conversation '${error.conversationId}'` };
+  }
   if (error instanceof WorkflowNotFoundError) return { status: 404, message: 'unknown conversation' };
+  if (error instanceof SessionNotFoundError || error instanceof CompactionNotFoundError) {
+    return { status: 404, message: error.message };
+  }
+  if (error instanceof TemporalUnavailableError) {
+    return { status: 503, message: error.message, retryAfter: error.retryAfterSeconds };
+  }
+  if (isTemporalOutage(error)) {
+    return { status: 503, message: 'Temporal is unavailable; retry shortly', retryAfter: OUTAGE_RETRY_AFTER_S };
+  }
+  const db = classifyDbError(error);
+  if (db === 'unavailable') {
+    return {
+      status: 503,
+      message: 'the database (PostgreSQL) is unavailable; retry shortly',
+      retryAfter: OUTAGE_RETRY_AFTER_S,
+    };
+  }
+  // Input the edge validation let through but PostgreSQL refused: nothing was written (the transaction rolled back).
+  if (db === 'permanent')
+    return { status: 400, message: `the request could not be stored: ${refusedWriteMessage(error)}` };
   if (error instanceof WorkflowUpdateFailedError) {
     // Update validators reject bad requests (e.g. an unknown or too small model) before anything happens; a model
     // call that failed permanently (no provider, auth, context too long) is the request's problem too (422); one
@@ -59,7 +112,8 @@ function rootCause(error: Error): Error {
 }
 
 export function errorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
-  const { status, message } = classify(error);
-  if (status >= 500) request.log.error({ err: error }, 'request failed');
+  const { status, message, retryAfter } = classify(error);
+  if (status >= 500 && status !== 503) request.log.error({ err: error }, 'request failed');
+  if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
   void reply.status(status).send({ error: REASONS[status] ?? 'Error', message, statusCode: status });
 }

@@ -62,7 +62,7 @@ describe('conversation flow', () => {
     const messages = keyed(agentTranscript(6, { tag: 'kubectl rollout' }));
     const posted = await call('POST', `/v1/conversations/${conv}/messages`, key, { messages });
     expect(posted.status).toBe(202);
-    expect(posted.json).toEqual({ accepted: messages.length });
+    expect(posted.json).toEqual({ accepted: messages.length, stored: messages.length, duplicates: 0 });
     const again = await call('POST', `/v1/conversations/${conv}/messages`, key, { messages, wait: true });
     expect(again.status).toBe(200);
     expect(again.json.status.activeMessages).toBe(messages.length); // duplicates ignored
@@ -124,7 +124,7 @@ describe('conversation flow', () => {
 });
 
 describe('chat backend mode without a provider', () => {
-  it('respond: true answers 422 naming the missing provider; the user message is kept', async () => {
+  it('respond: true answers 422 naming the missing provider, before anything is stored', async () => {
     const { key, id } = await gw.tenant();
     const conv = (await call('POST', '/v1/conversations', key, {})).json.conversationId;
     const res = await call('POST', `/v1/conversations/${conv}/messages`, key, {
@@ -133,7 +133,7 @@ describe('chat backend mode without a provider', () => {
     });
     expect(res.status).toBe(422);
     expect(res.json.message).toContain('no LLM provider is configured');
-    expect((await allRows(gw.testDb.db, id)).map((r) => r.content)).toEqual(['hello model']);
+    expect(await allRows(gw.testDb.db, id)).toEqual([]);
   });
 });
 

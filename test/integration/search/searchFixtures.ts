@@ -2,7 +2,7 @@
 // set by the owner, so each test controls visibility and (timestamp, id) order.
 import { type Kysely, sql } from 'kysely';
 import type { ChatMessage } from '../../../engine/types.js';
-import { appendMessages } from '../../../infra/db/messages.js';
+import { appendMessages } from '../../../infra/db/conversationAppend.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { createSession } from '../../../infra/db/sessions.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';

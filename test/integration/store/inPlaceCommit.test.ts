@@ -4,7 +4,8 @@ import { SYSTEM_NOTE } from '../../../engine/constants.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { commitInPlace, SESSION_COMPRESS_EVENT } from '../../../infra/db/compactionCommit.js';
 import { getCompaction } from '../../../infra/db/compactions.js';
-import { appendMessages, listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
+import { appendMessages } from '../../../infra/db/conversationAppend.js';
+import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
 import { getSession } from '../../../infra/db/sessions.js';
 import { CompactionNotFoundError, TranscriptChangedError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
@@ -198,30 +199,56 @@ describe('commitInPlace', () => {
     expect(recordAfterFirst).toMatchObject({ status: 'fallback', replayable: true, fallback_used: true });
   });
 
-  it('throws TranscriptChangedError and writes nothing when the active rows moved on', async () => {
+  it('keeps the rows appended after the compaction read the transcript, after the output, in order', async () => {
     const seeded = await seedSession(testDb.db, TENANT, transcript);
     const compactionId = await newCompaction(testDb.db, seeded);
     await appendMessages(testDb.db, TENANT, seeded.sessionId, [
       { message: assistant('late reply'), idempotencyKey: 'late' },
+      { message: user('and one more thing'), idempotencyKey: 'later' },
     ]);
-    const before = await allRows(seeded);
-
-    const attempt = commitInPlace(testDb.db, TENANT, {
+    const { output, summaryIndex } = compacted('read before the late rows');
+    const outcome = await commitInPlace(testDb.db, TENANT, {
       sessionId: seeded.sessionId,
       compactionId,
       expectedRowIds: seeded.rows.map((r) => r.id),
-      ...compacted('stale'),
-      summaryBody: 'stale',
+      output,
+      summaryIndex,
+      summaryBody: 'read before the late rows',
       fallbackUsed: false,
-      stats: statsFor('stale'),
+      stats: statsFor('read before the late rows'),
     });
+    expect(outcome.keptSinceRowIds).toHaveLength(2);
+    const live = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
+    expect(live.map((r) => r.message)).toEqual([...output, assistant('late reply'), user('and one more thing')]);
+    expect(live.map((r) => r.position)).toEqual(live.map((_, i) => i));
+    expect(live.slice(-2).map((r) => r.id)).toEqual(outcome.keptSinceRowIds);
+  });
+
+  it('throws TranscriptChangedError and writes nothing when rows it read are no longer the live head', async () => {
+    const seeded = await seedSession(testDb.db, TENANT, transcript);
+    const first = await newCompaction(testDb.db, seeded, { seq: 1 });
+    const stale = await newCompaction(testDb.db, seeded, { seq: 2 });
+    const commit = (compactionId: string, body: string) =>
+      commitInPlace(testDb.db, TENANT, {
+        sessionId: seeded.sessionId,
+        compactionId,
+        expectedRowIds: seeded.rows.map((r) => r.id),
+        ...compacted(body),
+        summaryBody: body,
+        fallbackUsed: false,
+        stats: statsFor(body),
+      });
+    await commit(first, 'first');
+    const before = await allRows(seeded);
+
+    const attempt = commit(stale, 'stale');
     await expect(attempt).rejects.toBeInstanceOf(TranscriptChangedError);
     await expect(attempt).rejects.toMatchObject({ name: 'TranscriptChangedError' });
 
     expect(await allRows(seeded)).toEqual(before);
-    expect((await getCompaction(testDb.db, TENANT, compactionId))?.status).toBe('pending');
-    expect(await events(TENANT, compactionId)).toHaveLength(0);
-    expect((await getSession(testDb.db, TENANT, seeded.sessionId))?.compression_count).toBe(0);
+    expect((await getCompaction(testDb.db, TENANT, stale))?.status).toBe('pending');
+    expect(await events(TENANT, stale)).toHaveLength(0);
+    expect((await getSession(testDb.db, TENANT, seeded.sessionId))?.compression_count).toBe(1);
   });
 
   it('matches duplicates greedily in order (smallest unmatched row at or after the pointer)', async () => {

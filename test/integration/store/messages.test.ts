@@ -2,8 +2,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
+import { appendMessages } from '../../../infra/db/conversationAppend.js';
 import { fieldsToMessage, messageToFields, toStoredMessage, wireKey } from '../../../infra/db/messageRows.js';
-import { appendMessages, listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
+import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
 import { SessionNotFoundError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
@@ -186,7 +187,7 @@ describe('appendMessages', () => {
     const first = await appendMessages(testDb.db, tenantId, sessionId, batch);
     const second = await appendMessages(testDb.db, tenantId, sessionId, batch);
     expect(first.appended).toHaveLength(2);
-    expect(second).toEqual({ appended: [], duplicates: ['k1', 'k2'] });
+    expect(second).toMatchObject({ appended: [], duplicates: ['k1', 'k2'] });
     const rows = await listMessages(testDb.db, tenantId, sessionId, { includeInactive: true });
     expect(rows.map((r) => r.message)).toEqual([user('one'), assistant('two')]);
   });

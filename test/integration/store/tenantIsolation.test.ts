@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { commitInPlace, commitRotation, replaceReplayedSummary } from '../../../infra/db/compactionCommit.js';
 import { getCompaction, listCompactions, updateCompaction } from '../../../infra/db/compactions.js';
-import { appendMessages, listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
+import { appendMessages } from '../../../infra/db/conversationAppend.js';
+import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
 import { createSession, getSession, newestDescendant } from '../../../infra/db/sessions.js';
 import { CompactionNotFoundError, SessionNotFoundError } from '../../../infra/db/storeErrors.js';
 import { ensureTenant, getTenantMarker, setTenantMarker } from '../../../infra/db/tenants.js';
@@ -64,12 +65,13 @@ describe('tenant isolation of the session store', () => {
     await expect(
       appendMessages(testDb.db, B, victim.sessionId, [{ message: user('injected'), idempotencyKey: 'x' }]),
     ).rejects.toBeInstanceOf(SessionNotFoundError);
+    // The commit reads the compaction record first (lock order conversation → session → compaction): not found.
     await expect(
       commitInPlace(testDb.db, B, { ...stolenCommit(), sessionId: victim.sessionId }),
-    ).rejects.toBeInstanceOf(SessionNotFoundError);
+    ).rejects.toBeInstanceOf(CompactionNotFoundError);
     await expect(
       commitRotation(testDb.db, B, { ...stolenCommit(), oldSessionId: victim.sessionId, newSessionId: 'b-new' }),
-    ).rejects.toBeInstanceOf(SessionNotFoundError);
+    ).rejects.toBeInstanceOf(CompactionNotFoundError);
     expect(await updateCompaction(testDb.db, B, victimCompaction, { status: 'failed' })).toBeUndefined();
     expect((await loadTranscript(testDb.db, A, victim.sessionId)).map((r) => r.message.content)).toEqual([
       'secret plan',

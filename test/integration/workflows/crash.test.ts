@@ -1,6 +1,6 @@
 // Crash recovery with a real process kill (issue requirement): a worker in a child process is SIGKILLed during each
-// of the four compaction phases — right after the phase's database writes, before Temporal hears of its completion —
-// and during a message append. A fresh in-process worker on the same task queue finishes the work: the compaction
+// of the compaction activities — right after the activity's database writes, before Temporal hears of its completion —
+// and while the workflow publishes a batch's state. A fresh in-process worker on the same task queue finishes the work: the compaction
 // commits exactly once and the transcript is exactly what an uninterrupted run produces, with no lost or duplicated
 // rows. Cases run concurrently, each on its own task queue, because every recovery waits for a Temporal timeout.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -12,13 +12,13 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ConversationStart } from '../../../clients/conversations.js';
 import type { ChatMessage } from '../../../engine/index.js';
 import { createDb } from '../../../infra/db/connect.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
-import type { ConversationStart } from '../../../infra/temporal/conversationClient.js';
 import type { CompactionResult, SubmitMessages } from '../../../workflows/definitions.js';
 import { compactionWorkflowId, conversationWorkflowId } from '../../../workflows/ids.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
@@ -225,7 +225,7 @@ async function rowsOf(tenantId: string): Promise<KeyedRow[]> {
 
 /** attempt of the (last) started event of each activity type in a workflow's history. */
 async function activityAttempts(stack: TestStack, workflowId: string): Promise<Record<string, number>> {
-  const history = await stack.client.client.workflow.getHandle(workflowId).fetchHistory();
+  const history = await stack.temporal.client.workflow.getHandle(workflowId).fetchHistory();
   const names = new Map<string, string>();
   const attempts: Record<string, number> = {};
   for (const event of history.events ?? []) {
@@ -310,7 +310,7 @@ async function controlRun(): Promise<Control> {
 // ---------------------------------------------------------------------------------------------------------------
 // Cases
 
-type Phase = 'align' | 'prune' | 'summarize' | 'reassemble';
+type Phase = 'beginCompaction' | 'align' | 'prune' | 'summarize' | 'reassemble';
 
 interface CrashCase {
   name: string;
@@ -326,6 +326,15 @@ const notCommitted = (record: Record<string, unknown>) => {
 };
 
 const CASES: CrashCase[] = [
+  {
+    name: 'after begin created the record',
+    phase: 'beginCompaction',
+    hook: { PAUSE_AFTER: 'beginCompaction' },
+    atKill: (r) => {
+      expect(r.plan).toBeNull();
+      notCommitted(r);
+    },
+  },
   {
     name: 'after align stored its plan',
     phase: 'align',
@@ -439,10 +448,11 @@ describe.concurrent('worker killed during a compaction phase', () => {
     });
   }
 
-  it('appendMessages: the worker dies after storing a batch → after a restart the batch is stored exactly once', async () => {
+  it('recordState: the worker dies after publishing a batch → after a restart it is applied once, nothing stored twice', async () => {
     const { stack, db } = await caseStack();
-    // The first append goes through; the second is stored and then never reported.
-    const proc = startWorkerProcess(stack.taskQueue, { PAUSE_AFTER: 'appendMessages', PAUSE_SKIP: '1' });
+    // The workflow publishes its state at start and after the first batch; the third publication (the second batch)
+    // is written and then never reported.
+    const proc = startWorkerProcess(stack.taskQueue, { PAUSE_AFTER: 'recordState', PAUSE_SKIP: '2' });
     try {
       const t = await newTenant();
       const conv = randomUUID();
@@ -453,22 +463,25 @@ describe.concurrent('worker killed during a compaction phase', () => {
       expect((await stack.client.sync(t, conv)).activeMessages).toBe(FIRST.length);
 
       await stack.client.submit(t, conv, second, START);
-      await proc.waitFor('PAUSED appendMessages');
+      await proc.waitFor('PAUSED recordState');
+      // Accepted means stored: the batch is in PostgreSQL before the workflow decided anything about it.
       expect((await allRows(testDb.db, t)).length).toBe(FIRST.length + SECOND.length);
       await proc.kill();
       await stack.startWorker();
 
+      // The workflow goes on past the lost activity (retried on the new worker) and takes the next batch.
+      const third = batch([{ role: 'user', content: 'one more question' }]);
+      await stack.client.submit(t, conv, third, START);
       const status = await stack.client.sync(t, conv);
-      expect(status.processedBatches).toBe(2);
+      expect(status.processedBatches).toBe(3);
       const attempts = await activityAttempts(stack, conversationWorkflowId(t, conv));
-      expect(attempts.appendMessages).toBeGreaterThanOrEqual(2);
+      expect(attempts.recordState).toBeGreaterThanOrEqual(2);
       const rows = await rowsOf(t);
-      const items = [...first.messages, ...second.messages];
+      const items = [...first.messages, ...second.messages, ...third.messages];
       expect(rows.map((r) => r.idempotency_key)).toEqual(items.map((i) => i.idempotencyKey));
       expect(rows.map((r) => r.content)).toEqual(items.map((i) => i.message.content ?? null));
       expect(rows.map((r) => r.position)).toEqual(items.map((_, i) => i));
       expect(rows.every((r) => r.active && !r.compacted)).toBe(true);
-      // The workflow's own bookkeeping counts the batch once as well (it drives hygiene and preflight decisions).
       expect(status.activeMessages).toBe(items.length);
 
       // Re-sending the batch (a client retry) changes nothing.

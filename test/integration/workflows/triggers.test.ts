@@ -124,9 +124,12 @@ describe('anti-thrash guard (SPEC §7.4)', () => {
     const conv = randomUUID();
     await stack.client.submit(t, conv, batch(agentTranscript(8)), CTX100K);
     // Every reading stays over the threshold (75,000) even right after a compaction, and under the hygiene
-    // trigger (85,000), so only the in-loop check acts.
-    for (let i = 0; i < 4; i++)
+    // trigger (85,000), so only the in-loop check acts. Each reading comes after the previous batch was decided on,
+    // as a real client's does (its model call used the context as it was then).
+    for (let i = 0; i < 4; i++) {
       await stack.client.submit(t, conv, batch(round(10 + i), { prompt_tokens: 80_000 }), CTX100K);
+      await stack.client.sync(t, conv);
+    }
     const status = await stack.client.sync(t, conv);
     // #1 at the first reading; #2 after strike 1; then strike 2 trips the guard and no third compaction runs.
     expect(status.compressionCount).toBe(2);
@@ -138,6 +141,71 @@ describe('anti-thrash guard (SPEC §7.4)', () => {
     // Manual compaction still works while tripped (it is forced).
     const manual = await stack.client.compact(t, conv);
     expect(manual.status).toBe('committed');
+  });
+});
+
+describe('at most one automatic compaction between two model calls (SPEC §7.6, issue #9 §4)', () => {
+  const huge = (role: 'user' | 'assistant', i: number): ChatMessage => ({
+    role,
+    content: `part ${i} ${'x'.repeat(119_990)}`,
+  });
+
+  it('[assistant with usage, user] at ≥ 85 %: one compaction, and the reading is no verdict on it', async () => {
+    const t = await tenant({ protect_first_n: 1, protect_last_n: 2 });
+    const conv = randomUUID();
+    // A history estimated at ~90,000 tokens (≥ 85 % of 100,000) without a user message: no check runs yet.
+    const history = [
+      { role: 'system', content: 'sys' } as ChatMessage,
+      huge('assistant', 0),
+      huge('assistant', 1),
+      huge('assistant', 2),
+    ];
+    await stack.client.submit(t, conv, batch(history), CTX100K);
+    await stack.client.sync(t, conv);
+    expect(await compactionsOf(testDb.db, t)).toEqual([]);
+    // The reply to the last user message reports a reading at 90 % (≥ hygiene's 85 %), and a new user message follows.
+    await stack.client.submit(
+      t,
+      conv,
+      batch(
+        [
+          { role: 'assistant', content: 'answer' },
+          { role: 'user', content: 'next question' },
+        ],
+        { prompt_tokens: 90_000 },
+      ),
+      CTX100K,
+    );
+    const status = await stack.client.sync(t, conv);
+    const records = await compactionsOf(testDb.db, t);
+    expect(records).toHaveLength(1);
+    expect(status.compressionCount).toBe(1);
+    expect(status.ineffectiveStrikes).toBe(0);
+    // The next real reading decides the verdict of that compaction.
+    await stack.client.submit(
+      t,
+      conv,
+      batch([{ role: 'assistant', content: 'ok' }], { prompt_tokens: 30_000 }),
+      CTX100K,
+    );
+    const after = await stack.client.sync(t, conv);
+    expect(after.ineffectiveStrikes).toBe(0);
+    expect((await compactionsOf(testDb.db, t)).length).toBe(1);
+  });
+
+  it('a reading of a batch accepted before a compaction committed is neither its verdict nor a new trigger', async () => {
+    const t = await tenant({ protect_last_n: 4 });
+    const conv = randomUUID();
+    await stack.client.submit(t, conv, batch(agentTranscript(8)), CTX100K);
+    await stack.client.sync(t, conv);
+    // Two readings over the threshold sent back to back: the second was accepted while the first one's compaction
+    // ran, so its model call saw the old context.
+    await stack.client.submit(t, conv, batch(round(20), { prompt_tokens: 80_000 }), CTX100K);
+    await stack.client.submit(t, conv, batch(round(21), { prompt_tokens: 80_000 }), CTX100K);
+    const status = await stack.client.sync(t, conv);
+    const records = await compactionsOf(testDb.db, t);
+    expect(records.map((r) => r.trigger)).toEqual(['post_response']);
+    expect(status.ineffectiveStrikes).toBe(0);
   });
 });
 

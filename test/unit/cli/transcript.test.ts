@@ -93,7 +93,7 @@ describe('parseTranscript', () => {
     [{ message: 'hello' }, 'line 2: "message" must be a chat message object'],
     [
       { message: assistant('x'), usage: { prompt_tokens: -1 } },
-      'line 2: usage.prompt_tokens must be a non-negative number',
+      'line 2: usage.prompt_tokens must be an integer between 0 and 2147483647',
     ],
     [{ message: assistant('x'), usage: 12 }, 'line 2: usage must be an object'],
     [

@@ -6,6 +6,7 @@ import {
   compressionConfigToSnakeCase,
   DEFAULT_COMPRESSION_CONFIG,
   normalizeCompressionConfig,
+  normalizeHostPolicy,
   parseOwnedConfig,
   validateCompressionOverrides,
 } from '../../../engine/config.js';
@@ -195,6 +196,8 @@ describe('parseOwnedConfig — strict config.yaml validation (SPEC §2.1–§2.3
   it('gives every default for an empty file', () => {
     const expected = {
       compression: SPEC_DEFAULTS,
+      // SPEC §19 host policy defaults.
+      hostPolicy: { maxAutoPerHour: 6, tenantMaxAutoPerHour: null, fixedPointSimilarity: 0.95, minGainTokens: 1 },
       auxiliary: { model: null, provider: 'auto', baseUrl: null, timeout: null },
       promptCaching: { cacheTtl: '5m' },
       context: { engine: 'compressor' },
@@ -434,5 +437,43 @@ describe('validateCompressionOverrides (per-tenant policy)', () => {
     expect(Object.keys(snake)).toContain('codex_gpt55_autoraise_notice');
     expect(Object.keys(snake)).toContain('protect_first_n');
     expect(validateCompressionOverrides(snake)).toEqual(config);
+  });
+});
+
+describe('SPEC §19 host policy keys of the compression section', () => {
+  it('are read from config.yaml beside the engine keys, which they do not enter', () => {
+    const parsed = parseOwnedConfig({
+      compression: { threshold: 0.6, max_auto_per_hour: 3, tenant_max_auto_per_hour: 40, min_gain_tokens: 500 },
+    });
+    expect(parsed.hostPolicy).toEqual({
+      maxAutoPerHour: 3,
+      tenantMaxAutoPerHour: 40,
+      fixedPointSimilarity: 0.95,
+      minGainTokens: 500,
+    });
+    expect(parsed.compression.threshold).toBe(0.6);
+    expect(Object.keys(parsed.compression)).toHaveLength(20);
+  });
+
+  it('accept null where §19 allows it and name the key on a bad value', () => {
+    expect(parseOwnedConfig({ compression: { max_auto_per_hour: null } }).hostPolicy.maxAutoPerHour).toBeNull();
+    expect(configError(() => parseOwnedConfig({ compression: { max_auto_per_hour: 0 } })).message).toBe(
+      'Invalid configuration: compression.max_auto_per_hour: expected integer ≥ 1, or null (no limit), got 0',
+    );
+    expect(configError(() => parseOwnedConfig({ compression: { fixed_point_similarity: 1.5 } })).message).toBe(
+      'Invalid configuration: compression.fixed_point_similarity: expected number in (0, 1], got 1.5',
+    );
+    expect(configError(() => parseOwnedConfig({ compression: { min_gain_tokens: -1 } })).message).toBe(
+      'Invalid configuration: compression.min_gain_tokens: expected integer ≥ 0, got -1',
+    );
+  });
+
+  it('normalizeHostPolicy is lenient: bad values take their default', () => {
+    expect(normalizeHostPolicy({ maxAutoPerHour: 'x', minGainTokens: 7, fixedPointSimilarity: 0 })).toEqual({
+      maxAutoPerHour: 6,
+      tenantMaxAutoPerHour: null,
+      fixedPointSimilarity: 0.95,
+      minGainTokens: 7,
+    });
   });
 });

@@ -40,8 +40,8 @@ describe('committed histories', () => {
     expect([...types].sort()).toEqual(['compactionWorkflow', 'conversationWorkflow', 'replayCompactionWorkflow']);
     const events = new Set(histories.flatMap((h) => h.history.events.map((e) => e.eventType)));
     for (const type of [
-      'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED', // submitMessages, summaryReplaced
-      'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED', // compact, sync
+      'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED', // batchStored, summaryReplaced
+      'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED', // compact
       'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED',
       'EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED', // compaction child
       'EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED',

@@ -7,7 +7,7 @@ import type { Database } from '../../../infra/db/schema.js';
 import { ensureTenant, getTenant, getTenantPolicy, setTenantPolicy } from '../../../infra/db/tenants.js';
 import { adminAuth } from '../auth.js';
 import { notFound } from '../errors.js';
-import { errorSchema } from '../schemas.js';
+import { errorSchema, textSchema } from '../schemas.js';
 
 const tenantIdParam = {
   type: 'object',
@@ -31,7 +31,7 @@ export function adminRoutes(deps: { db: Kysely<Database>; adminKey: string | nul
             additionalProperties: false,
             properties: {
               id: tenantIdParam.properties.tenantId,
-              name: { type: 'string', minLength: 1, maxLength: 200 },
+              name: textSchema(200, 1),
               policy: { type: 'object' },
             },
           },
@@ -62,7 +62,7 @@ export function adminRoutes(deps: { db: Kysely<Database>; adminKey: string | nul
           body: {
             type: 'object',
             additionalProperties: false,
-            properties: { label: { type: 'string', maxLength: 200 } },
+            properties: { label: textSchema(200) },
           },
         },
       },

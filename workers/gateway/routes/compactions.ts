@@ -1,16 +1,17 @@
 // Compaction routes (tenant key): list by status, replay one (SPEC §13.7).
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import { notReplayableReason } from '../../../activities/replay.js';
+import type { Conversations } from '../../../clients/conversations.js';
 import { getCompaction, listCompactions } from '../../../infra/db/compactions.js';
 import type { Database } from '../../../infra/db/schema.js';
-import type { ConversationClient } from '../../../infra/temporal/conversationClient.js';
 import { tenantAuth } from '../auth.js';
 import { HttpError, notFound } from '../errors.js';
+import { offsetSchema } from '../schemas.js';
 
 const STATUSES = ['pending', 'running', 'committed', 'fallback', 'noop', 'aborted', 'rejected', 'failed'] as const;
-const REPLAYABLE = new Set(['fallback', 'failed', 'aborted']);
 
-export function compactionRoutes(deps: { db: Kysely<Database>; conversations: ConversationClient }) {
+export function compactionRoutes(deps: { db: Kysely<Database>; conversations: Conversations }) {
   return async (app: FastifyInstance) => {
     app.addHook('preHandler', tenantAuth(deps.db));
 
@@ -26,7 +27,7 @@ export function compactionRoutes(deps: { db: Kysely<Database>; conversations: Co
             properties: {
               status: { type: 'string', pattern: `^(${STATUSES.join('|')})(,(${STATUSES.join('|')}))*$` },
               limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-              offset: { type: 'integer', minimum: 0, default: 0 },
+              offset: { ...offsetSchema, default: 0 },
             },
           },
         },
@@ -63,7 +64,9 @@ export function compactionRoutes(deps: { db: Kysely<Database>; conversations: Co
       {
         schema: {
           tags: ['compactions'],
-          summary: 'Replay a fallback / failed / aborted compaction with the current summarizer',
+          summary:
+            'Replay a compaction that used the fallback summary with the current summarizer (SPEC §13.7); an ' +
+            'aborted or failed one committed nothing and is refused with 409',
           params: {
             type: 'object',
             required: ['compactionId'],
@@ -74,12 +77,9 @@ export function compactionRoutes(deps: { db: Kysely<Database>; conversations: Co
       async (request) => {
         const record = await getCompaction(deps.db, request.tenantId, request.params.compactionId);
         if (!record) throw notFound(`unknown compaction '${request.params.compactionId}'`);
-        if (!REPLAYABLE.has(record.status)) {
-          throw new HttpError(
-            409,
-            `compaction has status '${record.status}'; only fallback, failed and aborted can be replayed`,
-          );
-        }
+        // Refused before any summarizer call: a replay whose result would be thrown away is never run.
+        const refused = notReplayableReason(record);
+        if (refused) throw new HttpError(409, refused);
         return deps.conversations.replayCompaction(request.tenantId, request.params.compactionId);
       },
     );

@@ -1,7 +1,10 @@
 // Conversation routes (tenant key): create, post messages, prepared context, manual compress, status, messages.
+// Accepted means stored: a batch is committed to PostgreSQL before 202; reads come from PostgreSQL (never the
+// worker); what needs the workflow waits a bounded time, then answers 503 with Retry-After (issue #9 §6).
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import type { Conversations } from '../../../clients/conversations.js';
 import {
   applyAnthropicCacheControl,
   type CacheTtl,
@@ -11,18 +14,25 @@ import {
 } from '../../../engine/index.js';
 import { listMessages, loadTranscript } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
-import type { ConversationClient } from '../../../infra/temporal/conversationClient.js';
 import type { ChatTurnRequest, IncomingMessage, SubmitMessages } from '../../../workflows/definitions.js';
+import { tenantAuth } from '../auth.js';
+import { HttpError } from '../errors.js';
+import {
+  chatMessageSchema,
+  conversationIdParam,
+  errorSchema,
+  idempotencyKeySchema,
+  MAX_CONTEXT_LENGTH,
+  statusSchema,
+  textSchema,
+  usageSchema,
+} from '../schemas.js';
 
 type ChatTool = NonNullable<ChatTurnRequest['tools']>[number];
 
-import { tenantAuth } from '../auth.js';
-import { HttpError, notFound } from '../errors.js';
-import { chatMessageSchema, conversationIdParam, errorSchema, statusSchema, usageSchema } from '../schemas.js';
-
 export interface ConversationRouteDeps {
   db: Kysely<Database>;
-  conversations: ConversationClient;
+  conversations: Conversations;
   cacheTtl: CacheTtl | null;
   defaultModel: { model: string; provider: string | null; contextLength: number | null };
 }
@@ -34,11 +44,11 @@ const createBody = {
   additionalProperties: false,
   properties: {
     conversationId: conversationIdParam.properties.conversationId,
-    model: { type: 'string', minLength: 1, maxLength: 200 },
-    provider: { type: 'string', minLength: 1, maxLength: 100 },
-    contextLength: { type: 'integer', minimum: 1 },
-    source: { type: 'string', minLength: 1, maxLength: 64 },
-    title: { type: 'string', maxLength: 500 },
+    model: textSchema(200, 1),
+    provider: textSchema(100, 1),
+    contextLength: { type: 'integer', minimum: 1, maximum: MAX_CONTEXT_LENGTH },
+    source: textSchema(64, 1),
+    title: textSchema(500),
   },
 } as const;
 
@@ -54,7 +64,7 @@ const messagesBody = {
         type: 'object',
         required: ['message', 'idempotencyKey'],
         additionalProperties: false,
-        properties: { message: chatMessageSchema, idempotencyKey: { type: 'string', minLength: 1, maxLength: 200 } },
+        properties: { message: chatMessageSchema, idempotencyKey: idempotencyKeySchema },
       },
     },
     usage: usageSchema,
@@ -71,12 +81,6 @@ const messagesBody = {
 
 export function conversationRoutes(deps: ConversationRouteDeps) {
   const { conversations } = deps;
-
-  async function requireRunning(tenantId: string, conversationId: string): Promise<void> {
-    if (!(await conversations.isRunning(tenantId, conversationId))) {
-      throw notFound(`unknown conversation '${conversationId}'`);
-    }
-  }
 
   return async (app: FastifyInstance) => {
     app.addHook('preHandler', tenantAuth(deps.db));
@@ -97,20 +101,20 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
           tags: ['conversations'],
           summary: 'Create a conversation (idempotent for a given conversationId)',
           body: createBody,
-          response: { 201: statusSchema, 400: errorSchema, 422: errorSchema },
+          response: { 201: statusSchema, 400: errorSchema, 503: errorSchema },
         },
       },
       async (request, reply) => {
         const body = request.body ?? {};
         const conversationId = body.conversationId ?? randomUUID();
-        await conversations.start(request.tenantId, conversationId, {
+        await conversations.create(request.tenantId, conversationId, {
           model: body.model ?? deps.defaultModel.model,
           provider: body.provider ?? deps.defaultModel.provider,
           contextLength: body.contextLength ?? (body.model ? null : deps.defaultModel.contextLength),
           source: body.source ?? 'api',
           title: body.title ?? null,
         });
-        const status = await conversations.sync(request.tenantId, conversationId);
+        const status = await conversations.status(request.tenantId, conversationId);
         return reply.status(201).send({ conversationId, status });
       },
     );
@@ -130,19 +134,28 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
         schema: {
           tags: ['conversations'],
           summary:
-            'Append messages (user, or assistant/tool with the reported usage); idempotency key per message. ' +
-            'With respond: true the system runs the agent turn and answers with the reply.',
+            'Append messages (user, or assistant/tool with the reported usage); idempotency key per message, unique ' +
+            'per conversation (the same key with another message is 409). 202 once stored. With respond: true the ' +
+            'system runs the agent turn and answers with the reply.',
           params: conversationIdParam,
           body: messagesBody,
-          response: { 202: statusSchema, 200: statusSchema, 400: errorSchema, 404: errorSchema },
+          response: {
+            202: statusSchema,
+            200: statusSchema,
+            400: errorSchema,
+            404: errorSchema,
+            409: errorSchema,
+            422: errorSchema,
+            503: errorSchema,
+          },
         },
       },
       async (request, reply) => {
         const { conversationId } = request.params;
-        await requireRunning(request.tenantId, conversationId);
+        const { tenantId } = request;
         if (request.body.respond) {
           if (request.body.usage) throw new HttpError(400, 'usage is reported by the provider when respond is true');
-          const turn = await conversations.chatTurn(request.tenantId, conversationId, {
+          const turn = await conversations.chatTurn(tenantId, conversationId, {
             messages: request.body.messages,
             ...(request.body.tools ? { tools: request.body.tools } : {}),
           });
@@ -150,13 +163,16 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
         }
         const batch: SubmitMessages = { messages: request.body.messages };
         if (request.body.usage) batch.usage = request.body.usage;
-        await conversations.append(request.tenantId, conversationId, batch);
-        if (request.body.wait)
-          return reply.status(200).send({
-            accepted: batch.messages.length,
-            status: await conversations.sync(request.tenantId, conversationId),
-          });
-        return reply.status(202).send({ accepted: batch.messages.length });
+        const stored = await conversations.submit(tenantId, conversationId, batch);
+        const accepted = {
+          accepted: batch.messages.length,
+          stored: stored.rows,
+          duplicates: batch.messages.length - stored.rows,
+        };
+        if (request.body.wait) {
+          return reply.status(200).send({ ...accepted, status: await conversations.sync(tenantId, conversationId) });
+        }
+        return reply.status(202).send(accepted);
       },
     );
 
@@ -165,18 +181,19 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
       {
         schema: {
           tags: ['conversations'],
-          summary: 'The prepared context: compacted, sanitised, cache-marked message list for a model',
+          summary:
+            'The prepared context: compacted, sanitised, cache-marked message list for a model, after every ' +
+            'decision due for the accepted messages (503 with Retry-After when the worker does not catch up)',
           params: conversationIdParam,
           querystring: {
             type: 'object',
             additionalProperties: false,
-            properties: { model: { type: 'string', minLength: 1 }, provider: { type: 'string', minLength: 1 } },
+            properties: { model: textSchema(200, 1), provider: textSchema(100, 1) },
           },
         },
       },
       async (request) => {
         const { conversationId } = request.params;
-        await requireRunning(request.tenantId, conversationId);
         const status = await conversations.sync(request.tenantId, conversationId);
         const model = request.query.model ?? status.model;
         const provider = request.query.provider ?? status.provider ?? '';
@@ -211,13 +228,12 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
           body: {
             type: 'object',
             additionalProperties: false,
-            properties: { focusTopic: { type: 'string', maxLength: 2000 } },
+            properties: { focusTopic: textSchema(2000) },
           },
         },
       },
       async (request) => {
         const { conversationId } = request.params;
-        await requireRunning(request.tenantId, conversationId);
         const focusTopic = request.body?.focusTopic;
         return conversations.compact(request.tenantId, conversationId, focusTopic ? { focusTopic } : {});
       },
@@ -228,15 +244,13 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
       {
         schema: {
           tags: ['conversations'],
-          summary: 'Status: tokens, threshold, usage, compactions',
+          summary:
+            'Status: tokens, threshold, usage, compactions — as last published by the conversation workflow, with ' +
+            'batchSeq (accepted batches) and appliedSeq (decided on); read from PostgreSQL, never the worker',
           params: conversationIdParam,
         },
       },
-      async (request) => {
-        const { conversationId } = request.params;
-        await requireRunning(request.tenantId, conversationId);
-        return conversations.status(request.tenantId, conversationId);
-      },
+      async (request) => conversations.status(request.tenantId, request.params.conversationId),
     );
 
     app.get<{ Params: Params; Querystring: { archived?: boolean } }>(
@@ -250,9 +264,7 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
         },
       },
       async (request) => {
-        const { conversationId } = request.params;
-        await requireRunning(request.tenantId, conversationId);
-        const status = await conversations.sync(request.tenantId, conversationId);
+        const status = await conversations.status(request.tenantId, request.params.conversationId);
         const rows = await listMessages(deps.db, request.tenantId, status.sessionId, {
           includeArchived: request.query.archived === true,
         });

@@ -1,0 +1,313 @@
+// Conversations as the gateway, the CLI tests and the workflow tests use them (DESIGN.md §3): PostgreSQL is the
+// conversation log, the workflow decides. `submit` commits the batch in one tenant-scoped transaction and only then
+// tells the workflow, with a content-free StoredBatch; reads come from PostgreSQL and never need the worker; what
+// needs the workflow (chat turns, manual compaction, model switch) is accepted within a bounded time or refused as
+// unavailable.
+import { createHash, randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { StoredBatch } from '../contracts/conversationLog.js';
+import { type ChatMessage, resolveUsableContextLength } from '../engine/index.js';
+import { type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
+import { createConversation, getConversation, waitApplied } from '../infra/db/conversations.js';
+import { loadRowsByIds } from '../infra/db/messages.js';
+import type { ConversationRow, Database } from '../infra/db/schema.js';
+import { ConversationNotFoundError } from '../infra/db/storeErrors.js';
+import { getTurn } from '../infra/db/turns.js';
+import { type ConversationClient, TemporalUnavailableError } from '../infra/temporal/conversationClient.js';
+import type { ConversationInput } from '../workflows/conversation.js';
+import { startingStatus } from '../workflows/conversationState.js';
+import type {
+  ChatTurnRequest,
+  CompactionResult,
+  CompactRequest,
+  ConversationStatus,
+  IncomingMessage,
+  SubmitMessages,
+  SwitchModelRequest,
+  TurnResult,
+} from '../workflows/definitions.js';
+import { newSessionId } from '../workflows/ids.js';
+import type { ReplayResult } from '../workflows/replay.js';
+import { validateSubmit } from '../workflows/validation.js';
+
+/** A request refused before anything is written (HTTP 400); the message names the field. */
+export class InvalidRequestError extends Error {
+  override name = 'InvalidRequestError';
+}
+
+/** Chat backend mode cannot run for this conversation (no provider, no key): refused before anything is stored. */
+export class ChatUnavailableError extends Error {
+  override name = 'ChatUnavailableError';
+}
+
+export interface ConversationStart {
+  model: string;
+  provider?: string | null;
+  contextLength?: number | null;
+  source?: string;
+  title?: string | null;
+  /** Workflow knobs (tests, operations). */
+  timeouts?: ConversationInput['timeouts'];
+  gapWaitMs?: number;
+}
+
+/** The status as the gateway reports it: the workflow's published snapshot and the log's own counters. */
+export type PublishedStatus = ConversationStatus & {
+  /** Batches accepted so far; `appliedSeq` (from the workflow) says how many of them have been decided on. */
+  batchSeq: number;
+  /** False until the workflow published its first snapshot (thresholds are then unknown). */
+  published: boolean;
+};
+
+export interface ChatTurnReply extends Omit<TurnResult, 'replyMessageId'> {
+  reply: ChatMessage;
+  /** The calls the client must run; it then sends their results with the next chat turn. */
+  toolCalls: NonNullable<ChatMessage['tool_calls']>;
+  replyMessageId: number;
+}
+
+export interface ConversationsOptions {
+  /** How long `sync` (wait: true, prepared context) waits for the workflow before answering unavailable. */
+  waitTimeoutMs?: number;
+  /** Why the agent turn cannot run for a conversation (chatProviderProblem of infra/llm), or null. */
+  chatProblem?: (conversation: ConversationRow) => string | null;
+}
+
+/** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
+export function validateModelChoice(start: Pick<ConversationStart, 'model' | 'provider' | 'contextLength'>): void {
+  try {
+    resolveUsableContextLength(start.model, start.provider ?? null, start.contextLength ?? null);
+  } catch (err) {
+    throw new InvalidRequestError((err as Error).message);
+  }
+}
+
+/** A turn is identified by the conversation and the idempotency keys of its request: a retry is the same turn. */
+export function turnIdOf(conversationId: string, items: readonly IncomingMessage[]): string {
+  const hash = createHash('sha256').update(conversationId);
+  for (const item of items) hash.update('\n').update(item.idempotencyKey);
+  return `turn:${hash.digest('hex').slice(0, 40)}`;
+}
+
+/** The content-free notification of an append (contracts/conversationLog.ts). */
+export function storedBatchOf(result: AppendResult, batch: SubmitMessages): StoredBatch {
+  const totals = result.totals;
+  if (!totals) throw new Error(`session ${result.sessionId} has no conversation record`);
+  const fresh = result.appended;
+  const fromIndex = (i: number) => fresh.slice(i).reduce((sum, r) => sum + r.tokenEstimate, 0);
+  // The trailing run of user messages: what awaits the model's answer.
+  let firstUser = fresh.length;
+  while (firstUser > 0 && fresh[firstUser - 1]!.role === 'user') firstUser -= 1;
+  const stored: StoredBatch = {
+    seq: fresh.length > 0 ? totals.batchSeq : null,
+    latestSeq: totals.batchSeq,
+    version: totals.version,
+    activeMessages: totals.activeMessages,
+    activeTokens: totals.activeTokens,
+    sessionId: result.sessionId,
+    rows: fresh.length,
+    tokens: fromIndex(0),
+    incoming:
+      firstUser === fresh.length
+        ? null
+        : { rowId: fresh[firstUser]!.id, rows: fresh.length - firstUser, tokens: fromIndex(firstUser) },
+    users: fresh.filter((r) => r.role === 'user').length,
+    freshAssistant: fresh.some((r) => r.role === 'assistant'),
+  };
+  if (batch.usage) {
+    // The usage belongs to the response that produced the batch's last assistant message: only when that is new.
+    let last = -1;
+    batch.messages.forEach((item, i) => {
+      if (item.message.role === 'assistant') last = i;
+    });
+    const key = last >= 0 ? batch.messages[last]!.idempotencyKey : null;
+    const at = fresh.findIndex((r) => r.idempotencyKey === key);
+    if (at >= 0) {
+      stored.usage = batch.usage;
+      stored.usageTailTokens = fromIndex(at);
+    }
+  }
+  return stored;
+}
+
+function inputOf(tenantId: string, row: ConversationRow, start?: ConversationStart): ConversationInput {
+  return {
+    tenantId,
+    conversationId: row.id,
+    model: row.model,
+    provider: row.provider,
+    contextLength: row.context_length,
+    source: row.source,
+    title: row.title,
+    ...(start?.timeouts ? { timeouts: start.timeouts } : {}),
+    ...(start?.gapWaitMs !== undefined ? { gapWaitMs: start.gapWaitMs } : {}),
+  };
+}
+
+export class Conversations {
+  readonly waitTimeoutMs: number;
+  /** Workflow knobs remembered per conversation from its creation (tests pass them with `create`/`submit`). */
+  private readonly knobs = new Map<string, ConversationStart>();
+
+  constructor(
+    readonly db: Kysely<Database>,
+    readonly temporal: ConversationClient,
+    private readonly options: ConversationsOptions = {},
+  ) {
+    this.waitTimeoutMs = options.waitTimeoutMs ?? 30_000;
+  }
+
+  private async require(tenantId: string, conversationId: string): Promise<ConversationRow> {
+    const row = await getConversation(this.db, tenantId, conversationId);
+    if (!row) throw new ConversationNotFoundError(conversationId);
+    return row;
+  }
+
+  /** Creates the conversation (PostgreSQL) and starts its workflow; idempotent for a given id. */
+  async create(tenantId: string, conversationId: string, start: ConversationStart): Promise<ConversationRow> {
+    validateModelChoice(start);
+    const { conversation } = await createConversation(this.db, tenantId, {
+      id: conversationId,
+      sessionId: newSessionId(Date.now(), randomBytes(3).toString('hex')),
+      model: start.model,
+      provider: start.provider ?? null,
+      contextLength: start.contextLength ?? null,
+      source: start.source ?? 'api',
+      title: start.title ?? null,
+    });
+    if (start.timeouts || start.gapWaitMs !== undefined) this.knobs.set(`${tenantId}\n${conversationId}`, start);
+    await this.temporal.start(inputOf(tenantId, conversation, start));
+    return conversation;
+  }
+
+  /**
+   * Commits the batch (202 material: accepted = stored), then notifies the workflow. With `start`, a conversation
+   * that does not exist yet is created first. A notification that cannot be sent leaves the batch stored: the error
+   * says to retry with the same idempotency keys (a no-op that notifies again).
+   */
+  async submit(
+    tenantId: string,
+    conversationId: string,
+    batch: SubmitMessages,
+    start?: ConversationStart,
+  ): Promise<StoredBatch> {
+    const problem = validateSubmit(batch);
+    if (problem) throw new InvalidRequestError(problem);
+    if (start && !(await getConversation(this.db, tenantId, conversationId))) {
+      await this.create(tenantId, conversationId, start);
+    }
+    const result = await appendToConversation(this.db, tenantId, conversationId, batch.messages);
+    const stored = storedBatchOf(result, batch);
+    const row = await this.require(tenantId, conversationId);
+    await this.temporal.notify(inputOf(tenantId, row, this.knobsOf(tenantId, conversationId, start)), stored);
+    return stored;
+  }
+
+  private knobsOf(tenantId: string, conversationId: string, start?: ConversationStart) {
+    return start ?? this.knobs.get(`${tenantId}\n${conversationId}`);
+  }
+
+  /** The published status, from PostgreSQL (never the worker). */
+  async status(tenantId: string, conversationId: string): Promise<PublishedStatus> {
+    return statusOf(tenantId, await this.require(tenantId, conversationId));
+  }
+
+  /**
+   * Waits, bounded, until the workflow has decided on every batch accepted before this call; the status then.
+   * TemporalUnavailableError when it does not happen in time (the worker is down or behind).
+   */
+  async sync(tenantId: string, conversationId: string, timeoutMs = this.waitTimeoutMs): Promise<PublishedStatus> {
+    const row = await this.require(tenantId, conversationId);
+    const applied = await waitApplied(this.db, tenantId, conversationId, row.batch_seq, { timeoutMs });
+    if (!applied || applied.state === null) {
+      throw new TemporalUnavailableError(
+        `the conversation's worker has not processed the accepted messages within ${Math.round(timeoutMs / 1000)} s ` +
+          '(the messages are stored; retry shortly)',
+        Math.max(1, Math.ceil(timeoutMs / 10_000)),
+      );
+    }
+    return statusOf(tenantId, applied);
+  }
+
+  /**
+   * Chat backend mode: refuses at once when no provider can answer (nothing stored); otherwise stores the batch,
+   * runs the turn (idempotent by turn id: a retried request returns the first reply, without a second model call)
+   * and returns the stored reply.
+   */
+  async chatTurn(
+    tenantId: string,
+    conversationId: string,
+    request: { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools'] },
+  ): Promise<ChatTurnReply> {
+    const problem = validateSubmit({ messages: request.messages });
+    if (problem) throw new InvalidRequestError(problem);
+    const row = await this.require(tenantId, conversationId);
+    const unavailable = this.options.chatProblem?.(row) ?? null;
+    if (unavailable) throw new ChatUnavailableError(unavailable);
+    const turnId = turnIdOf(conversationId, request.messages);
+    const result = await appendToConversation(this.db, tenantId, conversationId, request.messages);
+    const done = await getTurn(this.db, tenantId, turnId);
+    const turn: TurnResult =
+      done?.messageId != null
+        ? {
+            turnId,
+            replyMessageId: done.messageId,
+            finishReason: done.finishReason,
+            usage: {
+              prompt_tokens: done.promptTokens,
+              completion_tokens: done.completionTokens,
+              total_tokens: done.promptTokens + done.completionTokens,
+              cache_read_tokens: done.cacheReadTokens,
+              cache_write_tokens: done.cacheWriteTokens,
+              uncached_input_tokens: done.uncachedInputTokens,
+            },
+            compaction: null,
+            status: await this.status(tenantId, conversationId),
+          }
+        : await this.temporal.chatTurn(tenantId, conversationId, {
+            turnId,
+            batch: storedBatchOf(result, { messages: request.messages }),
+            ...(request.tools ? { tools: request.tools } : {}),
+          });
+    const [reply] = await loadRowsByIds(this.db, tenantId, [turn.replyMessageId]);
+    if (!reply) throw new Error(`turn ${turnId}: reply row ${turn.replyMessageId} is missing`);
+    return { ...turn, reply: reply.message, toolCalls: reply.message.tool_calls ?? [] };
+  }
+
+  async compact(tenantId: string, conversationId: string, request: CompactRequest = {}): Promise<CompactionResult> {
+    await this.require(tenantId, conversationId);
+    return this.temporal.compact(tenantId, conversationId, request);
+  }
+
+  async switchModel(
+    tenantId: string,
+    conversationId: string,
+    request: SwitchModelRequest,
+  ): Promise<ConversationStatus> {
+    await this.require(tenantId, conversationId);
+    return this.temporal.switchModel(tenantId, conversationId, request);
+  }
+
+  replayCompaction(tenantId: string, compactionId: string): Promise<ReplayResult> {
+    return this.temporal.replayCompaction(tenantId, compactionId);
+  }
+}
+
+function statusOf(tenantId: string, row: ConversationRow): PublishedStatus {
+  const published = row.state as unknown as ConversationStatus | null;
+  const base =
+    published ??
+    startingStatus(
+      { tenantId, conversationId: row.id, model: row.model, provider: row.provider, contextLength: row.context_length },
+      0,
+      [],
+    );
+  return {
+    ...base,
+    sessionId: row.current_session_id,
+    activeMessages: row.active_messages,
+    batchSeq: row.batch_seq,
+    appliedSeq: row.applied_seq,
+    published: published !== null,
+  };
+}

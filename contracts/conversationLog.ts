@@ -1,0 +1,33 @@
+// The content-free notification of a committed batch (DESIGN.md §3: PostgreSQL is the conversation log, the
+// workflow decides; Temporal history holds decisions and ids, never message content). The gateway builds it from
+// the append's result, inside nothing but ids, counts, token estimates and the provider's usage numbers.
+import type { Usage } from '../engine/types.js';
+
+export interface StoredBatch {
+  /** The conversation's batch sequence number of this batch; null when every item was a duplicate. */
+  seq: number | null;
+  /** The conversation's `batch_seq` when the batch was committed (every batch up to it exists). */
+  latestSeq: number;
+  /** The conversation's version after the batch, and its live totals at that version. */
+  version: number;
+  activeMessages: number;
+  activeTokens: number;
+  sessionId: string;
+  /** Freshly stored rows and their summed token estimate. */
+  rows: number;
+  tokens: number;
+  /**
+   * The user message(s) the batch ends with, awaiting the model's answer (SPEC §11 "incoming message"): gateway
+   * hygiene compacts the history before them and the preflight check runs. Null when the batch ends otherwise (its
+   * user messages, if any, were answered within it).
+   */
+  incoming: { rowId: number; rows: number; tokens: number } | null;
+  /** Fresh user messages in the batch (new user input, SPEC §19 fixed-point detector). */
+  users: number;
+  /** A fresh assistant message: evidence of a model call since the last automatic compaction (SPEC §7.6). */
+  freshAssistant: boolean;
+  /** The provider's usage of the response that produced the batch's last assistant message, when that is fresh. */
+  usage?: Usage;
+  /** Token estimates of that assistant message and what follows it: counted on top of the reading (SPEC §7.6). */
+  usageTailTokens?: number;
+}

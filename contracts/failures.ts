@@ -1,0 +1,26 @@
+// The failure type names (ApplicationFailure.type) the activities raise and the workflows and the gateway read,
+// defined once. Provider failures have their own catalogue (infra/llm/errors.ts LlmFailureType).
+export const FailureType = {
+  /** A record the activity needs does not exist (for this tenant). */
+  NotFound: 'NotFound',
+  UnknownTenant: 'UnknownTenant',
+  UnknownSession: 'UnknownSession',
+  UnknownConversation: 'UnknownConversation',
+  /** The compaction window has nothing to summarise (SPEC §8.5.1). */
+  NoWindow: 'NoWindow',
+  /** The summarizer's reply was empty after normalisation (SPEC §8.5.6: class `empty`). */
+  EmptySummary: 'EmptySummary',
+  /** Only a compaction that used the fallback summary can be replayed (SPEC §13.7). */
+  NotReplayable: 'NotReplayable',
+  NoSummarizer: 'NoSummarizer',
+  /** The rows a compaction read are no longer the first active rows of its session (SPEC §13.2). */
+  TranscriptChanged: 'TranscriptChanged',
+  InvalidModel: 'InvalidModel',
+  NoProvider: 'NoProvider',
+  ProviderKeyMissing: 'ProviderKeyMissing',
+  /** PostgreSQL refused the data with an error no retry can fix (data exception, constraint, limit). */
+  StoreRefused: 'StoreRefused',
+  /** An idempotency key was reused for a different message. */
+  IdempotencyConflict: 'IdempotencyConflict',
+} as const;
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];

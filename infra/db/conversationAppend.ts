@@ -1,0 +1,169 @@
+// Appending to the conversation log (DESIGN.md §3, issue #9 §1 and §7): one tenant-scoped transaction per batch,
+// retried as a whole (SPEC §13.6). Idempotency keys are unique per conversation: a key already stored with the same
+// message is a duplicate (skipped, reported), with a different message the whole batch is refused
+// (IdempotencyConflictError). Positions continue after the last active row of the session, in batch order.
+import { type Kysely, sql } from 'kysely';
+import type { ChatMessage } from '../../engine/types.js';
+import { addToTotals, type LogTotals, lockConversation, requireLockedConversation, totalsOf } from './conversations.js';
+import { canonicalJson, fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
+import { insertMessageRows, type RowTarget } from './messages.js';
+import type { Database } from './schema.js';
+import { lockSession } from './sessions.js';
+import { IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
+import type { TenantTx } from './tenant.js';
+import { withTenantWrite } from './writeRetry.js';
+
+export interface AppendItem {
+  message: ChatMessage;
+  idempotencyKey: string;
+}
+
+export interface AppendedMessage {
+  id: number;
+  position: number;
+  idempotencyKey: string;
+  tokenEstimate: number;
+  role: ChatMessage['role'];
+}
+
+export interface AppendResult {
+  /** The fresh rows, in batch order. */
+  appended: AppendedMessage[];
+  /** Keys the conversation already held with the same message: those items were skipped. */
+  duplicates: string[];
+  sessionId: string;
+  conversationId: string;
+  /** The conversation's totals after the batch (null: the session has no conversation record). */
+  totals: LogTotals | null;
+}
+
+type StoredKeyRow = MessageColumns & { idempotency_key: string | null };
+
+function validateItems(items: readonly AppendItem[]): void {
+  for (const item of items) {
+    if (typeof item.idempotencyKey !== 'string' || item.idempotencyKey === '') {
+      throw new TypeError('append: every item needs a non-empty idempotencyKey');
+    }
+  }
+}
+
+/** The session's next position and the conversation's rows that already hold any of the keys. */
+async function appendState(tx: Kysely<Database>, tenantId: string, target: RowTarget, keys: readonly string[]) {
+  const [next, existing] = await Promise.all([
+    sql<{ max_position: number | null }>`
+      SELECT max(position) AS max_position FROM messages
+       WHERE tenant_id = ${tenantId} AND session_id = ${target.sessionId} AND active`.execute(tx),
+    sql<StoredKeyRow>`
+      SELECT idempotency_key, role, content, content_parts, tool_calls, tool_call_id, tool_name, extra, raw_message
+        FROM messages
+       WHERE tenant_id = ${tenantId} AND conversation_id = ${target.conversationId}
+         AND idempotency_key = ANY(${keys}::text[])`.execute(tx),
+  ]);
+  const stored = new Map(existing.rows.map((row) => [row.idempotency_key as string, row]));
+  return { nextPosition: (next.rows[0]?.max_position ?? -1) + 1, stored };
+}
+
+/** Appends to a locked session: dedup and conflicts against the conversation's keys, then one insert. */
+async function appendLocked(
+  tx: TenantTx,
+  tenantId: string,
+  target: RowTarget,
+  items: readonly AppendItem[],
+): Promise<{ appended: AppendedMessage[]; duplicates: string[] }> {
+  const state = await appendState(
+    tx,
+    tenantId,
+    target,
+    items.map((i) => i.idempotencyKey),
+  );
+  const duplicates: string[] = [];
+  const fresh: Array<{ message: ChatMessage; idempotencyKey: string; position: number }> = [];
+  const seen = new Set<string>();
+  items.forEach((item, index) => {
+    const stored = state.stored.get(item.idempotencyKey);
+    if (stored) {
+      if (canonicalJson(fieldsToMessage(stored)) !== canonicalJson(toStoredMessage(item.message))) {
+        throw new IdempotencyConflictError(item.idempotencyKey, index);
+      }
+      duplicates.push(item.idempotencyKey);
+      return;
+    }
+    if (seen.has(item.idempotencyKey)) {
+      duplicates.push(item.idempotencyKey);
+      return;
+    }
+    seen.add(item.idempotencyKey);
+    fresh.push({ ...item, position: state.nextPosition + fresh.length });
+  });
+  const inserted = await insertMessageRows(tx, tenantId, target, fresh);
+  const roles = new Map(fresh.map((f) => [f.idempotencyKey, f.message.role]));
+  const appended = inserted.map((row) => ({
+    id: row.id,
+    position: row.position,
+    idempotencyKey: row.idempotencyKey as string,
+    tokenEstimate: row.tokenEstimate,
+    role: roles.get(row.idempotencyKey as string) ?? 'user',
+  }));
+  return { appended, duplicates };
+}
+
+const tokensOf = (rows: readonly AppendedMessage[]) => rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
+
+/**
+ * The conversation log's append (gateway, chat turns): the batch goes to the conversation's current session.
+ * `within` runs further writes in the same transaction (e.g. the turn record of a model reply).
+ */
+export async function appendToConversation(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  items: readonly AppendItem[],
+  options: { within?: (tx: TenantTx, result: AppendResult) => Promise<void> } = {},
+): Promise<AppendResult> {
+  validateItems(items);
+  return withTenantWrite(db, tenantId, async (tx) => {
+    const conversation = await requireLockedConversation(tx, tenantId, conversationId);
+    const target = { sessionId: conversation.current_session_id, conversationId };
+    await lockSession(tx, tenantId, target.sessionId);
+    const { appended, duplicates } = await appendLocked(tx, tenantId, target, items);
+    const totals =
+      appended.length > 0
+        ? await addToTotals(tx, tenantId, conversationId, { messages: appended.length, tokens: tokensOf(appended) })
+        : totalsOf(conversation);
+    const result: AppendResult = { appended, duplicates, ...target, totals };
+    if (options.within) await options.within(tx, result);
+    return result;
+  });
+}
+
+/**
+ * Appends to one session (the store's own API, e.g. seeding a session): its conversation record, when it has one
+ * and points at this session, is updated like a conversation append.
+ */
+export async function appendMessages(
+  db: Kysely<Database>,
+  tenantId: string,
+  sessionId: string,
+  items: readonly AppendItem[],
+): Promise<AppendResult> {
+  validateItems(items);
+  return withTenantWrite(db, tenantId, async (tx) => {
+    const found = await tx
+      .selectFrom('sessions')
+      .select('conversation_id')
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', sessionId)
+      .executeTakeFirst();
+    if (!found) throw new SessionNotFoundError(sessionId);
+    const conversation = await lockConversation(tx, tenantId, found.conversation_id);
+    await lockSession(tx, tenantId, sessionId);
+    const target = { sessionId, conversationId: found.conversation_id };
+    const { appended, duplicates } = await appendLocked(tx, tenantId, target, items);
+    const current = conversation?.current_session_id === sessionId ? conversation : undefined;
+    let totals: LogTotals | null = current ? totalsOf(current) : null;
+    if (current && appended.length > 0) {
+      totals = await addToTotals(tx, tenantId, current.id, { messages: appended.length, tokens: tokensOf(appended) });
+    }
+    return { appended, duplicates, ...target, totals };
+  });
+}

@@ -1,0 +1,207 @@
+// Conversation records (migrations/0006): the head of each conversation's log — current session, running totals of
+// the live transcript, a `version` that every change of the transcript bumps under the row's lock, `batch_seq`
+// counting accepted batches — and what the conversation workflow publishes (`applied_seq`, `state`). Reads of the gateway come from here, so
+// they never need the worker (issue #9 §6). Lock order in every writer: conversation, then session, then compaction.
+import { type Kysely, sql, type UpdateObject } from 'kysely';
+import type { ConversationRow, Database } from './schema.js';
+import { insertSessionIfAbsent } from './sessions.js';
+import { ConversationNotFoundError } from './storeErrors.js';
+import { type TenantTx, withTenant } from './tenant.js';
+import { withTenantWrite } from './writeRetry.js';
+
+export interface NewConversation {
+  id: string;
+  /** The first session's id (used only when the conversation is new). */
+  sessionId: string;
+  model: string;
+  provider: string | null;
+  contextLength: number | null;
+  source: string;
+  title: string | null;
+}
+
+/** The totals of the live transcript at a version of the conversation, and the batches accepted by then. */
+export interface LogTotals {
+  version: number;
+  batchSeq: number;
+  activeMessages: number;
+  activeTokens: number;
+}
+
+/**
+ * Creates the conversation and its first session in one transaction. Idempotent: an existing conversation is
+ * returned unchanged (`created: false`), whatever the other fields say.
+ */
+export async function createConversation(
+  db: Kysely<Database>,
+  tenantId: string,
+  input: NewConversation,
+): Promise<{ conversation: ConversationRow; created: boolean }> {
+  return withTenantWrite(db, tenantId, async (tx) => {
+    const existing = await selectConversation(tx, tenantId, input.id);
+    if (existing) return { conversation: existing, created: false };
+    await insertSessionIfAbsent(tx, tenantId, {
+      id: input.sessionId,
+      conversationId: input.id,
+      source: input.source,
+      model: input.model,
+      provider: input.provider,
+      title: input.title,
+    });
+    const inserted = await tx
+      .insertInto('conversations')
+      .values({
+        tenant_id: tenantId,
+        id: input.id,
+        current_session_id: input.sessionId,
+        model: input.model,
+        provider: input.provider,
+        context_length: input.contextLength,
+        source: input.source,
+        title: input.title,
+      })
+      .onConflict((oc) => oc.columns(['tenant_id', 'id']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (inserted) return { conversation: inserted, created: true };
+    return { conversation: (await selectConversation(tx, tenantId, input.id))!, created: false };
+  });
+}
+
+function conversationQuery(tx: Kysely<Database>, tenantId: string, conversationId: string) {
+  return tx.selectFrom('conversations').selectAll().where('tenant_id', '=', tenantId).where('id', '=', conversationId);
+}
+
+export function selectConversation(
+  tx: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+): Promise<ConversationRow | undefined> {
+  return conversationQuery(tx, tenantId, conversationId).executeTakeFirst();
+}
+
+export function getConversation(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+): Promise<ConversationRow | undefined> {
+  return withTenant(db, tenantId, (tx) => selectConversation(tx, tenantId, conversationId));
+}
+
+/** Takes the conversation's write lock for the rest of the transaction (first lock of every log writer). */
+export async function lockConversation(
+  tx: TenantTx,
+  tenantId: string,
+  conversationId: string,
+): Promise<ConversationRow | undefined> {
+  return conversationQuery(tx, tenantId, conversationId).forNoKeyUpdate().executeTakeFirst();
+}
+
+export async function requireLockedConversation(
+  tx: TenantTx,
+  tenantId: string,
+  conversationId: string,
+): Promise<ConversationRow> {
+  const row = await lockConversation(tx, tenantId, conversationId);
+  if (!row) throw new ConversationNotFoundError(conversationId);
+  return row;
+}
+
+/** Updates the locked conversation's head and bumps its version; returns the totals after. */
+async function bump(
+  tx: TenantTx,
+  tenantId: string,
+  conversationId: string,
+  set: UpdateObject<Database, 'conversations'>,
+): Promise<LogTotals> {
+  const row = await tx
+    .updateTable('conversations')
+    .set({ ...set, version: sql`version + 1`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', conversationId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return totalsOf(row);
+}
+
+/** After an append: add the rows to the totals, count the batch, bump the version. The conversation must be locked. */
+export function addToTotals(
+  tx: TenantTx,
+  tenantId: string,
+  conversationId: string,
+  delta: { messages: number; tokens: number },
+): Promise<LogTotals> {
+  return bump(tx, tenantId, conversationId, {
+    batch_seq: sql`batch_seq + 1`,
+    active_messages: sql`active_messages + ${delta.messages}`,
+    active_tokens: sql`active_tokens + ${delta.tokens}`,
+  });
+}
+
+/** After a compaction commit or a replay swap: the new totals (and session), version bumped. Must be locked. */
+export function setTotals(
+  tx: TenantTx,
+  tenantId: string,
+  conversationId: string,
+  totals: { activeMessages: number; activeTokens: number; currentSessionId?: string },
+): Promise<LogTotals> {
+  return bump(tx, tenantId, conversationId, {
+    active_messages: totals.activeMessages,
+    active_tokens: totals.activeTokens,
+    ...(totals.currentSessionId ? { current_session_id: totals.currentSessionId } : {}),
+  });
+}
+
+export const totalsOf = (row: ConversationRow): LogTotals => ({
+  version: row.version,
+  batchSeq: row.batch_seq,
+  activeMessages: row.active_messages,
+  activeTokens: row.active_tokens,
+});
+
+/**
+ * The workflow took every decision due for the batches up to `appliedSeq`: store that and its status snapshot. The
+ * applied sequence never goes back (a retried activity with an older snapshot changes nothing).
+ */
+export async function recordApplied(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  applied: { appliedSeq: number; state: object },
+): Promise<void> {
+  await withTenantWrite(db, tenantId, (tx) =>
+    tx
+      .updateTable('conversations')
+      .set({ applied_seq: applied.appliedSeq, state: JSON.stringify(applied.state) })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', conversationId)
+      .where('applied_seq', '<=', applied.appliedSeq)
+      .execute(),
+  );
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Waits, bounded, until the workflow has applied batch `seq` (issue #9 §6: a read that must reflect the decisions
+ * due for what was accepted). Returns the conversation then, or null when `timeoutMs` passed first.
+ */
+export async function waitApplied(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  seq: number,
+  options: { timeoutMs: number; intervalMs?: number },
+): Promise<ConversationRow | null> {
+  const deadline = Date.now() + options.timeoutMs;
+  let interval = options.intervalMs ?? 10;
+  for (;;) {
+    const row = await getConversation(db, tenantId, conversationId);
+    if (!row) throw new ConversationNotFoundError(conversationId);
+    if (row.applied_seq >= seq) return row;
+    const left = deadline - Date.now();
+    if (left <= 0) return null;
+    await sleep(Math.min(interval, left));
+    interval = Math.min(interval * 2, 100);
+  }
+}

@@ -1,0 +1,70 @@
+// Every activity option set of the workflows, in one place (DESIGN.md §3). Recovery after a worker crash (issue #9
+// §5): every activity heartbeats while it runs (activities/guard.ts), so a task lost with a killed worker is retried
+// within HEARTBEAT_TIMEOUT instead of its start-to-close timeout; start-to-close stays a generous upper bound.
+// Errors no retry can fix are non-retryable ApplicationFailures raised by the activities themselves.
+import type { ActivityOptions } from '@temporalio/workflow';
+
+/** How long the server waits for a heartbeat before it retries the activity elsewhere. */
+export const HEARTBEAT_TIMEOUT_SECONDS = 4;
+
+export interface CompactionTimeouts {
+  /** Per-phase start-to-close for begin, align, prune and reassemble (seconds). */
+  phaseSeconds: number;
+  /** SPEC §9.2: one summarizer attempt (auxiliary.compression.timeout or summary_timeout_seconds). */
+  summaryAttemptSeconds: number;
+  /** SPEC §9.2: all summarizer attempts together (compaction_ceiling_seconds). */
+  summaryCeilingSeconds: number;
+  /** Heartbeat timeout of every compaction activity (seconds). */
+  summaryHeartbeatSeconds: number;
+}
+
+export const DEFAULT_COMPACTION_TIMEOUTS: CompactionTimeouts = {
+  phaseSeconds: 60,
+  summaryAttemptSeconds: 120,
+  summaryCeilingSeconds: 600,
+  summaryHeartbeatSeconds: HEARTBEAT_TIMEOUT_SECONDS,
+};
+
+/**
+ * Store activities of the conversation workflow retry until PostgreSQL answers again (no attempt limit): a
+ * conversation never fails because the database was briefly away.
+ */
+export const storeActivityOptions: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  heartbeatTimeout: `${HEARTBEAT_TIMEOUT_SECONDS} seconds`,
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
+};
+
+/**
+ * The agent turn: transient provider errors retry (429 honours retry-after through nextRetryDelay); permanent ones
+ * (auth, bad request, context too long) are non-retryable and reach the client as the update's error.
+ */
+export const modelActivityOptions: ActivityOptions = {
+  startToCloseTimeout: '6 minutes',
+  heartbeatTimeout: `${HEARTBEAT_TIMEOUT_SECONDS} seconds`,
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+};
+
+/** Compaction phases (align, prune, reassemble and the record writes): bounded retries. */
+export function phaseActivityOptions(t: CompactionTimeouts): ActivityOptions {
+  return {
+    startToCloseTimeout: `${t.phaseSeconds} seconds`,
+    heartbeatTimeout: `${t.summaryHeartbeatSeconds} seconds`,
+    retry: {
+      initialInterval: '200 milliseconds',
+      backoffCoefficient: 2,
+      maximumInterval: '5 seconds',
+      maximumAttempts: 8,
+    },
+  };
+}
+
+/** SPEC §9.2: at most 3 summarizer attempts, each bounded, all within the ceiling. */
+export function summaryActivityOptions(t: CompactionTimeouts): ActivityOptions {
+  return {
+    startToCloseTimeout: `${t.summaryAttemptSeconds} seconds`,
+    scheduleToCloseTimeout: `${t.summaryCeilingSeconds} seconds`,
+    heartbeatTimeout: `${t.summaryHeartbeatSeconds} seconds`,
+    retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
+  };
+}
