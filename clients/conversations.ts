@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { StoredBatch } from '../contracts/conversationLog.js';
-import { type ChatMessage, resolveUsableContextLength } from '../engine/index.js';
+import { type ChatMessage, isRealUserMessage, resolveUsableContextLength } from '../engine/index.js';
 import { type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
 import { createConversation, getConversation, waitApplied } from '../infra/db/conversations.js';
 import { loadRowsByIds } from '../infra/db/messages.js';
@@ -95,6 +95,7 @@ export function storedBatchOf(result: AppendResult, batch: SubmitMessages): Stor
   if (!totals) throw new Error(`session ${result.sessionId} has no conversation record`);
   const fresh = result.appended;
   const fromIndex = (i: number) => fresh.slice(i).reduce((sum, r) => sum + r.tokenEstimate, 0);
+  const freshKeys = new Set(fresh.map((r) => r.idempotencyKey));
   // The trailing run of user messages: what awaits the model's answer.
   let firstUser = fresh.length;
   while (firstUser > 0 && fresh[firstUser - 1]!.role === 'user') firstUser -= 1;
@@ -111,7 +112,8 @@ export function storedBatchOf(result: AppendResult, batch: SubmitMessages): Stor
       firstUser === fresh.length
         ? null
         : { rowId: fresh[firstUser]!.id, rows: fresh.length - firstUser, tokens: fromIndex(firstUser) },
-    users: fresh.filter((r) => r.role === 'user').length,
+    users: batch.messages.filter((item) => freshKeys.has(item.idempotencyKey) && isRealUserMessage(item.message, null))
+      .length,
     freshAssistant: fresh.some((r) => r.role === 'assistant'),
   };
   if (batch.usage) {

@@ -22,7 +22,7 @@ export interface StoredBatch {
    * user messages, if any, were answered within it).
    */
   incoming: { rowId: number; rows: number; tokens: number } | null;
-  /** Fresh user messages in the batch (new user input, SPEC §19 fixed-point detector). */
+  /** Fresh real user messages in the batch (SPEC §1.3; new user input for the SPEC §19 fixed-point detector). */
   users: number;
   /** A fresh assistant message: evidence of a model call since the last automatic compaction (SPEC §7.6). */
   freshAssistant: boolean;
