@@ -10,6 +10,13 @@ import { createTestDatabase, type TestDatabase } from './db.js';
 import type { StackAtOptions } from './stackAt.js';
 import { createTestStack, type TestStack } from './temporal.js';
 
+export interface HttpResult {
+  status: number;
+  json: any;
+  text: string;
+  headers: Headers;
+}
+
 export interface GatewayHarness {
   url: string;
   adminKey: string;
@@ -18,7 +25,42 @@ export interface GatewayHarness {
   stack: TestStack;
   /** Creates a tenant (optionally with a policy) and returns one of its API keys. */
   tenant(policy?: Record<string, unknown>): Promise<{ id: string; key: string }>;
+  /** One HTTP request: a JSON body (or raw text), the key as bearer, extra headers. */
+  call(
+    method: string,
+    path: string,
+    key: string | null,
+    body?: unknown,
+    options?: { raw?: string; headers?: Record<string, string> },
+  ): Promise<HttpResult>;
   close(): Promise<void>;
+}
+
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  key: string | null,
+  body?: unknown,
+  options: { raw?: string; headers?: Record<string, string> } = {},
+): Promise<HttpResult> {
+  const headers: Record<string, string> = {};
+  if (key) headers.authorization = `Bearer ${key}`;
+  if (body !== undefined || options.raw !== undefined) headers['content-type'] = 'application/json';
+  Object.assign(headers, options.headers);
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    ...(options.raw !== undefined ? { body: options.raw } : body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  let json: any = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = null;
+  }
+  return { status: res.status, json, text, headers: res.headers };
 }
 
 export async function startGatewayHarness(
@@ -69,6 +111,7 @@ export async function startGatewayHarness(
       const { key } = (await issued.json()) as { key: string };
       return { id, key };
     },
+    call: (method, path, key, body, options) => call(address, method, path, key, body, options),
     async close() {
       await app.close();
       await stack.close();

@@ -50,10 +50,14 @@ function validationMessage(
 }
 
 export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
+  const requestTimeout = deps.requestTimeoutMs ?? 30_000;
   const app = Fastify({
     logger: deps.logger ?? false,
     bodyLimit: deps.bodyLimit ?? 1024 * 1024,
-    requestTimeout: deps.requestTimeoutMs ?? 30_000,
+    requestTimeout,
+    // Node checks request timeouts on this interval (default 30 s), and applies the headers timeout (default 60 s)
+    // instead while it is longer: check every second, with both bounds the same, so the bound holds.
+    http: { connectionsCheckingInterval: 1_000, headersTimeout: requestTimeout },
     schemaErrorFormatter: (errors, dataVar) => new Error(validationMessage(errors, dataVar)),
   });
   installValidators(app);

@@ -12,30 +12,8 @@ afterAll(async () => {
   await gw?.close();
 });
 
-async function call(
-  method: string,
-  path: string,
-  key: string | null,
-  body?: unknown,
-  rawBody?: string,
-): Promise<{ status: number; json: any; text: string }> {
-  const headers: Record<string, string> = {};
-  if (key) headers.authorization = `Bearer ${key}`;
-  if (body !== undefined || rawBody !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${gw.url}${path}`, {
-    method,
-    headers,
-    ...(rawBody !== undefined ? { body: rawBody } : body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  let json: any = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = null;
-  }
-  return { status: res.status, json, text };
-}
+const call = (method: string, path: string, key: string | null, body?: unknown, raw?: string) =>
+  gw.call(method, path, key, body, raw === undefined ? {} : { raw });
 
 describe('auth', () => {
   it('refuses a missing, malformed or wrong key, and tenant keys on admin routes', async () => {

@@ -1,0 +1,245 @@
+// The conversation log on the real PostgreSQL (DESIGN.md §3–§4, issue #9 §1 and §7): conversation records with
+// running totals and versions, appends with per-conversation idempotency keys (duplicate = no-op, another message
+// under a used key = refused, nothing written), lossless storage of content PostgreSQL's text and jsonb cannot
+// hold, commits that keep what was appended meanwhile, and the workflow's published state.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ChatMessage } from '../../../engine/types.js';
+import { commitInPlace, commitRotation } from '../../../infra/db/compactionCommit.js';
+import { createCompactionRecord } from '../../../infra/db/compactions.js';
+import { appendToConversation } from '../../../infra/db/conversationAppend.js';
+import { createConversation, getConversation, recordApplied, waitApplied } from '../../../infra/db/conversations.js';
+import { listMessages, loadTranscript } from '../../../infra/db/messages.js';
+import { searchMessages } from '../../../infra/db/search.js';
+import { IdempotencyConflictError } from '../../../infra/db/storeErrors.js';
+import { withTenant } from '../../../infra/db/tenant.js';
+import { ensureTenant } from '../../../infra/db/tenants.js';
+import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { assistant, statsFor, summaryText, toolCall, toolResult, uniqueId, user } from './storeFixtures.js';
+
+let testDb: TestDatabase;
+const TENANT = 'tenant-log';
+
+beforeAll(async () => {
+  testDb = await createTestDatabase(inject('databaseUrl'));
+  await ensureTenant(testDb.db, { id: TENANT, name: TENANT });
+});
+afterAll(async () => {
+  await testDb?.drop();
+});
+
+async function newConversation(): Promise<string> {
+  const id = uniqueId('conv');
+  await createConversation(testDb.db, TENANT, {
+    id,
+    sessionId: uniqueId('s'),
+    model: 'acme-chat',
+    provider: null,
+    contextLength: 200_000,
+    source: 'api',
+    title: null,
+  });
+  return id;
+}
+
+const keyed = (messages: ChatMessage[], prefix: string) =>
+  messages.map((message, i) => ({ message, idempotencyKey: `${prefix}:${i}` }));
+
+describe('conversation records and appends', () => {
+  it('create is idempotent; each fresh batch bumps version and batch_seq and adds to the totals', async () => {
+    const conv = await newConversation();
+    const again = await createConversation(testDb.db, TENANT, {
+      id: conv,
+      sessionId: 'other-session',
+      model: 'other',
+      provider: null,
+      contextLength: null,
+      source: 'cli',
+      title: 'x',
+    });
+    expect(again.created).toBe(false);
+    expect(again.conversation.model).toBe('acme-chat');
+
+    const first = await appendToConversation(testDb.db, TENANT, conv, keyed([user('hello'), assistant('hi')], 'a'));
+    expect(first.appended.map((r) => [r.position, r.role])).toEqual([
+      [0, 'user'],
+      [1, 'assistant'],
+    ]);
+    const tokens = first.appended.reduce((s, r) => s + r.tokenEstimate, 0);
+    expect(first.totals).toEqual({ version: 1, batchSeq: 1, activeMessages: 2, activeTokens: tokens });
+    const dup = await appendToConversation(testDb.db, TENANT, conv, keyed([user('hello'), assistant('hi')], 'a'));
+    expect(dup.appended).toEqual([]);
+    expect(dup.duplicates).toEqual(['a:0', 'a:1']);
+    expect(dup.totals).toEqual(first.totals);
+  });
+
+  it('another message under a used key refuses the whole batch: 409 material, nothing written', async () => {
+    const conv = await newConversation();
+    await appendToConversation(testDb.db, TENANT, conv, keyed([user('original')], 'k'));
+    const attempt = appendToConversation(testDb.db, TENANT, conv, [
+      { message: user('fresh'), idempotencyKey: 'new-key' },
+      { message: user('changed'), idempotencyKey: 'k:0' },
+    ]);
+    await expect(attempt).rejects.toBeInstanceOf(IdempotencyConflictError);
+    await expect(attempt).rejects.toThrow("messages[1].idempotencyKey 'k:0' was already used for a different message");
+    const row = await getConversation(testDb.db, TENANT, conv);
+    const transcript = await loadTranscript(testDb.db, TENANT, row!.current_session_id);
+    expect(transcript.map((r) => r.message.content)).toEqual(['original']);
+    expect(row!.batch_seq).toBe(1);
+  });
+
+  it('keys are unique per conversation: a key stored in an earlier session is still a duplicate', async () => {
+    const conv = await newConversation();
+    const before = await getConversation(testDb.db, TENANT, conv);
+    const seed = [user('q1'), assistant('a1'), user('q2'), assistant('a2'), user('q3')];
+    const appended = await appendToConversation(testDb.db, TENANT, conv, keyed(seed, 'seed'));
+    const compactionId = uniqueId('compact');
+    await createCompactionRecord(testDb.db, TENANT, {
+      id: compactionId,
+      sessionId: before!.current_session_id,
+      conversationId: conv,
+      seq: 1,
+      trigger: 'manual',
+      inPlace: false,
+    });
+    const rotated = await commitRotation(testDb.db, TENANT, {
+      compactionId,
+      oldSessionId: before!.current_session_id,
+      newSessionId: uniqueId('rotated'),
+      expectedRowIds: appended.appended.map((r) => r.id),
+      output: [assistant(summaryText('earlier')), user('q3')],
+      summaryIndex: 0,
+      summaryBody: 'earlier',
+      fallbackUsed: false,
+      stats: statsFor('earlier'),
+    });
+    expect((await getConversation(testDb.db, TENANT, conv))!.current_session_id).toBe(rotated.sessionId);
+    const dup = await appendToConversation(testDb.db, TENANT, conv, keyed(seed, 'seed'));
+    expect(dup.appended).toEqual([]);
+    expect(dup.sessionId).toBe(rotated.sessionId);
+  });
+});
+
+describe('lossless storage of content PostgreSQL cannot hold', () => {
+  const hostile: ChatMessage[] = [
+    { role: 'user', content: 'binary\u0000output \uD800 lone high, \uDC00 lone low', name: 'n\u0000ame' },
+    {
+      ...toolCall('call\u0000id', 'read\u0000file', '{"path":"logo\\u0000.png"}'),
+      ['x-extra\u0000key' as string]: { nested: ['\u0000', '\uDBFF'], n: 1e300 },
+    } as ChatMessage,
+    toolResult('call\u0000id', '\u0089PNG\r\n\u001a\n\u0000\u0000\u0000\rIHDR', 'read\u0000file'),
+    { role: 'assistant', content: [{ type: 'text', text: 'parts \u0000 too' }] },
+  ];
+
+  it('every message reads back exactly as sent; search still finds its readable text', async () => {
+    const conv = await newConversation();
+    const result = await appendToConversation(testDb.db, TENANT, conv, keyed(hostile, 'h'));
+    expect(result.appended).toHaveLength(hostile.length);
+    const transcript = await loadTranscript(testDb.db, TENANT, result.sessionId);
+    expect(transcript.map((r) => r.message)).toEqual(hostile);
+    // The same messages again are duplicates, not conflicts: their identity survives storage.
+    const again = await appendToConversation(testDb.db, TENANT, conv, keyed(hostile, 'h'));
+    expect(again.duplicates).toHaveLength(hostile.length);
+    const raw = await withTenant(testDb.db, TENANT, (tx) =>
+      tx.selectFrom('messages').select(['raw_message', 'content']).where('session_id', '=', result.sessionId).execute(),
+    );
+    expect(raw.every((r) => r.raw_message !== null)).toBe(true);
+    expect(raw[0]!.content).toBe('binary\uFFFDoutput \uFFFD lone high, \uFFFD lone low');
+    const hits = await searchMessages(testDb.db, TENANT, 'binary');
+    expect(hits.map((h) => h.id)).toEqual([result.appended[0]!.id]);
+  });
+
+  it('an in-place commit carries such rows unchanged and keeps the rows appended since, after the output', async () => {
+    const conv = await newConversation();
+    const head = [user('start'), assistant('ok')];
+    const stored = await appendToConversation(testDb.db, TENANT, conv, keyed([...head, ...hostile], 'c'));
+    const late = await appendToConversation(testDb.db, TENANT, conv, keyed([user('late \u0000 question')], 'late'));
+    const compactionId = uniqueId('compact');
+    await createCompactionRecord(testDb.db, TENANT, {
+      id: compactionId,
+      sessionId: stored.sessionId,
+      conversationId: conv,
+      seq: 1,
+      trigger: 'manual',
+      inPlace: true,
+    });
+    const output = [...head, assistant(summaryText('s')), hostile[3]!];
+    const outcome = await commitInPlace(testDb.db, TENANT, {
+      sessionId: stored.sessionId,
+      compactionId,
+      expectedRowIds: stored.appended.map((r) => r.id),
+      output,
+      summaryIndex: 2,
+      summaryBody: 's',
+      fallbackUsed: false,
+      stats: statsFor('s'),
+    });
+    const transcript = await loadTranscript(testDb.db, TENANT, stored.sessionId);
+    expect(transcript.map((r) => r.message)).toEqual([...output, user('late \u0000 question')]);
+    expect(outcome.keptSinceRowIds).toEqual([late.appended[0]!.id]);
+    const totals = await getConversation(testDb.db, TENANT, conv);
+    expect(outcome.totals).toMatchObject({ activeMessages: 5, version: late.totals!.version + 1 });
+    expect(totals!.active_messages).toBe(5);
+    expect(totals!.active_tokens).toBe(transcript.reduce((s, r) => s + r.tokenEstimate, 0));
+  });
+
+  it('a rotation moves the rows appended since into the new session, in order', async () => {
+    const conv = await newConversation();
+    const seed = [user('q1'), assistant('a1'), user('q2'), assistant('a2'), user('q3')];
+    const stored = await appendToConversation(testDb.db, TENANT, conv, keyed(seed, 'r'));
+    const late = await appendToConversation(testDb.db, TENANT, conv, keyed([assistant('a3'), user('q4')], 'late'));
+    const compactionId = uniqueId('compact');
+    await createCompactionRecord(testDb.db, TENANT, {
+      id: compactionId,
+      sessionId: stored.sessionId,
+      conversationId: conv,
+      seq: 1,
+      trigger: 'manual',
+      inPlace: false,
+    });
+    const outcome = await commitRotation(testDb.db, TENANT, {
+      compactionId,
+      oldSessionId: stored.sessionId,
+      newSessionId: uniqueId('rot'),
+      expectedRowIds: stored.appended.map((r) => r.id),
+      output: [assistant(summaryText('earlier')), user('q3')],
+      summaryIndex: 0,
+      summaryBody: 'earlier',
+      fallbackUsed: false,
+      stats: statsFor('earlier'),
+    });
+    const transcript = await loadTranscript(testDb.db, TENANT, outcome.sessionId);
+    expect(transcript.map((r) => r.message.content)).toEqual([summaryText('earlier'), 'q3', 'a3', 'q4']);
+    expect(transcript.slice(2).map((r) => r.id)).toEqual(late.appended.map((r) => r.id));
+    // The old session keeps exactly the rows it had when the compaction read it.
+    const old = await listMessages(testDb.db, TENANT, stored.sessionId, { includeInactive: true });
+    expect(old.map((r) => r.id)).toEqual(stored.appended.map((r) => r.id));
+    expect((await getConversation(testDb.db, TENANT, conv))!.current_session_id).toBe(outcome.sessionId);
+  });
+});
+
+describe('the workflow’s published state', () => {
+  it('applied_seq never goes back; waitApplied returns once reached and null after its bound', async () => {
+    const conv = await newConversation();
+    await recordApplied(testDb.db, TENANT, conv, { appliedSeq: 3, state: { marker: 'three' } });
+    await recordApplied(testDb.db, TENANT, conv, { appliedSeq: 2, state: { marker: 'stale' } });
+    const row = await getConversation(testDb.db, TENANT, conv);
+    expect(row).toMatchObject({ applied_seq: 3, state: { marker: 'three' } });
+    expect(await waitApplied(testDb.db, TENANT, conv, 4, { timeoutMs: 150 })).toBeNull();
+    const waiting = waitApplied(testDb.db, TENANT, conv, 4, { timeoutMs: 5_000 });
+    await recordApplied(testDb.db, TENANT, conv, { appliedSeq: 4, state: { marker: 'four' } });
+    expect((await waiting)?.state).toEqual({ marker: 'four' });
+  });
+
+  it('another tenant sees no conversation record (row-level security)', async () => {
+    const conv = await newConversation();
+    await ensureTenant(testDb.db, { id: 'tenant-log-b', name: 'b' });
+    expect(await getConversation(testDb.db, 'tenant-log-b', conv)).toBeUndefined();
+    const visible = await withTenant(
+      testDb.db,
+      'tenant-log-b',
+      async (tx) => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM conversations`.execute(tx)).rows[0]!.n,
+    );
+    expect(visible).toBe(0);
+  });
+});
