@@ -20,7 +20,10 @@ const providers = parseProvidersConfig(config.raw);
 const db = createDb({ connectionString: await resolveDatabaseUrl() });
 await migrateToLatest(db);
 // Lazy: the gateway serves reads from PostgreSQL even while Temporal is unreachable (those calls answer 503).
-const connection = Connection.lazy({ address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233' });
+const connection = Connection.lazy({
+  address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+  connectTimeout: '5 seconds',
+});
 const temporal = new ConversationClient(connection, { namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' });
 const app = await buildGateway({
   db,

@@ -29,5 +29,11 @@ export function createDb(options: DbOptions): Kysely<Database> {
   pool.on('error', (err) => {
     console.warn(`PostgreSQL pool: idle connection closed (${err.message})`);
   });
+  // A connection that dies while checked out (e.g. between two statements of a transaction during a server restart)
+  // emits 'error' on its client, which has no listener of its own then: without this, that crashes the process. The
+  // statement in flight fails through its promise (an outage: 503), and the pool discards the broken client.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => console.warn(`PostgreSQL connection lost (${err.message})`));
+  });
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }

@@ -60,17 +60,21 @@ export interface ClientOptions {
   taskQueue?: string;
   /** How long an update may wait for the workflow's worker to accept it (default 10 s). */
   acceptWithinMs?: number;
+  /** Deadline of a start or a notification: past it Temporal counts as unreachable (default 5 s). */
+  callTimeoutMs?: number;
 }
 
 export class ConversationClient {
   readonly client: Client;
   readonly taskQueue: string;
   readonly acceptWithinMs: number;
+  readonly callTimeoutMs: number;
 
   constructor(connection: Connection, options: ClientOptions = {}) {
     this.client = new Client({ connection, namespace: options.namespace ?? 'default' });
     this.taskQueue = options.taskQueue ?? CONVERSATIONS_TASK_QUEUE;
     this.acceptWithinMs = options.acceptWithinMs ?? 10_000;
+    this.callTimeoutMs = options.callTimeoutMs ?? 5_000;
   }
 
   private handle(tenantId: string, conversationId: string) {
@@ -99,7 +103,7 @@ export class ConversationClient {
       return await fn();
     } catch (err) {
       if (isTemporalOutage(err)) {
-        throw new TemporalUnavailableError(`Temporal is unavailable (${what}); retry shortly`, 2, { cause: err });
+        throw new TemporalUnavailableError(`Temporal is unavailable (${what})`, 2, { cause: err });
       }
       throw err;
     }
@@ -108,21 +112,25 @@ export class ConversationClient {
   /** Starts the conversation workflow unless it already runs (idempotent). */
   async start(input: ConversationInput): Promise<void> {
     await this.guarded('start', () =>
-      this.client.workflow.start('conversationWorkflow', {
-        ...this.startOptions(input),
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      }),
+      this.client.withDeadline(Date.now() + this.callTimeoutMs, () =>
+        this.client.workflow.start('conversationWorkflow', {
+          ...this.startOptions(input),
+          workflowIdConflictPolicy: 'USE_EXISTING',
+        }),
+      ),
     );
   }
 
   /** Tells the workflow about a committed batch, starting it again from `input` if it is not running. */
   async notify(input: ConversationInput, batch: StoredBatch): Promise<void> {
-    await this.guarded('notify', () =>
-      this.client.workflow.signalWithStart('conversationWorkflow', {
-        ...this.startOptions(input),
-        signal: batchStoredSignal,
-        signalArgs: [batch],
-      }),
+    await this.guarded('the messages are stored; retry with the same idempotency keys to notify the conversation', () =>
+      this.client.withDeadline(Date.now() + this.callTimeoutMs, () =>
+        this.client.workflow.signalWithStart('conversationWorkflow', {
+          ...this.startOptions(input),
+          signal: batchStoredSignal,
+          signalArgs: [batch],
+        }),
+      ),
     );
   }
 
