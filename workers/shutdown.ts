@@ -1,5 +1,6 @@
 // Graceful shutdown of an entry point (issue #9 §9): on SIGTERM or SIGINT stop accepting work, let what is in flight
 // finish within a bound, close pools and connections, then exit 0. A second signal exits at once.
+import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 
 export interface ShutdownStep {
@@ -9,17 +10,49 @@ export interface ShutdownStep {
 
 const DEFAULT_GRACE_MS = 10_000;
 
-/** Closes the HTTP server: no new connections, in-flight requests finish; after `graceMs` the rest is cut. */
+/** Seconds a client should wait before retrying a request the shutdown answered. */
+const SHUTDOWN_RETRY_AFTER_S = 2;
+/** After the 503s of the grace deadline, how long their sockets get to flush before every connection is cut. */
+const FLUSH_MS = 1_000;
+
+/**
+ * Closes the HTTP server: no new connections, in-flight requests finish. A request still running after `graceMs`
+ * (e.g. a `wait: true` post whose worker is down: it waits up to 30 s) is answered `503` with Retry-After instead
+ * of having its socket reset: its client learns that what was accepted is stored and that it may retry.
+ */
 export function closeHttp(app: FastifyInstance, graceMs = DEFAULT_GRACE_MS): ShutdownStep {
+  const inFlight = new Set<ServerResponse>();
+  app.server.on('request', (_request, response: ServerResponse) => {
+    inFlight.add(response);
+    response.once('close', () => inFlight.delete(response));
+  });
+  const answerTheRest = () => {
+    const body = JSON.stringify({
+      error: 'Service Unavailable',
+      message: `the gateway is shutting down and did not finish this request within ${graceMs / 1000} s; what it stored is kept, retry shortly`,
+      statusCode: 503,
+    });
+    for (const response of inFlight) {
+      if (response.headersSent) continue;
+      response.writeHead(503, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+        'retry-after': String(SHUTDOWN_RETRY_AFTER_S),
+        connection: 'close',
+      });
+      response.end(body);
+    }
+    setTimeout(() => app.server.closeAllConnections(), FLUSH_MS).unref();
+  };
   return {
     name: 'HTTP gateway',
     run: async () => {
-      const cut = setTimeout(() => app.server.closeAllConnections(), graceMs);
-      cut.unref();
+      const deadline = setTimeout(answerTheRest, graceMs);
+      deadline.unref();
       try {
         await app.close();
       } finally {
-        clearTimeout(cut);
+        clearTimeout(deadline);
       }
     },
   };
