@@ -75,6 +75,7 @@ function fromReplyStep(step: ReplyStep, model: string): WireResponse {
   return {
     status: 200,
     headers: { 'request-id': `req_fake_${counter}` },
+    ...(step.delayMs ? { delayMs: step.delayMs } : {}),
     body: {
       id: `msg_fake_${counter}`,
       type: 'message',

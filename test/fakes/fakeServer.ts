@@ -15,6 +15,8 @@ export interface WireResponse {
   status: number;
   headers?: Record<string, string>;
   body: unknown;
+  /** Answer only after this long (a slow model). */
+  delayMs?: number;
 }
 
 /** What a fake does with one request: answer (a wire response) or hang. `nextStep` takes the next scripted step
@@ -96,7 +98,16 @@ export async function startFakeServer(handler: Handler): Promise<FakeServer> {
         timers.add(timer);
         return;
       }
-      send(res, outcome);
+      if (outcome.delayMs) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            timers.delete(timer);
+            resolve();
+          }, outcome.delayMs);
+          timers.add(timer);
+        });
+      }
+      if (!res.destroyed) send(res, outcome);
     })();
   });
 

@@ -74,6 +74,7 @@ function fromReplyStep(step: ReplyStep, model: string): WireResponse {
   return {
     status: 200,
     headers: { 'x-request-id': `req_fake_${completionCounter}` },
+    ...(step.delayMs ? { delayMs: step.delayMs } : {}),
     body: {
       id: `chatcmpl-fake-${completionCounter}`,
       object: 'chat.completion',

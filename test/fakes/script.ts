@@ -19,6 +19,8 @@ export interface ReplyStep {
   refusal?: string;
   /** Usage object sent verbatim, in the fake's own wire format; each fake has a default. */
   usage?: Record<string, unknown>;
+  /** Answer only after this long (a slow model). */
+  delayMs?: number;
 }
 
 export interface ErrorStep {

@@ -8,11 +8,14 @@
 //   PAUSE_SKIP=<n>          let the first n calls of the paused activity through (default 0).
 // Environment: DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (default `default`), TASK_QUEUE (default
 // `conversations`), WORKFLOW_BUNDLE_PATH (prebuilt bundle code; else workflows/ is bundled here),
-// HEARTBEAT_INTERVAL_MS (default 500). Prints `READY` once the worker polls.
+// HEARTBEAT_INTERVAL_MS (default 500), CONFIG_YAML (a config.yaml text: its providers serve the agent turn, keys from
+// this process's environment). Prints `READY` once the worker polls.
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { type Activities, createActivities } from '../../activities/index.js';
 import { normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
+import { parseConfigText } from '../../infra/config/loadConfig.js';
 import { createDb } from '../../infra/db/connect.js';
+import { llmDepsFromConfig } from '../../workers/llmDeps.js';
 import { WORKFLOWS_PATH } from '../../workers/createWorker.js';
 import { CONVERSATIONS_TASK_QUEUE } from '../../workflows/ids.js';
 import { fixedSummarizer } from './fixedSummarizer.js';
@@ -40,11 +43,15 @@ const summarizer: Summarizer =
     : fixedSummarizer;
 
 const db = createDb({ connectionString: required('DATABASE_URL'), maxConnections: 4, applicationName: 'crash-worker' });
+const llm = process.env.CONFIG_YAML
+  ? llmDepsFromConfig(parseConfigText(process.env.CONFIG_YAML), process.env, () => undefined)
+  : null;
 const activities = createActivities({
   db,
   baseConfig: normalizeCompressionConfig({}),
   summarizer,
   heartbeatIntervalMs: Number(process.env.HEARTBEAT_INTERVAL_MS ?? 500),
+  ...(llm ? { providers: llm.providers, cacheTtl: llm.cacheTtl, env: process.env } : {}),
 });
 
 if (pauseAfter !== null) {

@@ -101,6 +101,22 @@ describe('conversation flow', () => {
   });
 });
 
+describe('replay of a compaction that committed nothing', () => {
+  it('is 409 saying why, before any summarizer call (issue #9 §3)', async () => {
+    const { key } = await gw.tenant({ abort_on_summary_failure: true, protect_last_n: 6 });
+    const conv = (await call('POST', '/v1/conversations', key, {})).json.conversationId;
+    await call('POST', `/v1/conversations/${conv}/messages`, key, { messages: keyed(agentTranscript(6)), wait: true });
+    const aborted = await call('POST', `/v1/conversations/${conv}/compact`, key, {});
+    expect(aborted.json.status).toBe('aborted');
+    const replay = await call('POST', `/v1/compactions/${aborted.json.compactionId}/replay`, key);
+    expect(replay.status).toBe(409);
+    expect(replay.json.message).toBe(
+      `compaction ${aborted.json.compactionId} ended 'aborted': nothing was committed, so there is no summary to ` +
+        `replace. To compact the live transcript now, POST /v1/conversations/${conv}/compact.`,
+    );
+  });
+});
+
 describe('chat backend mode without a provider', () => {
   it('respond: true answers 422 naming the missing provider, before anything is stored', async () => {
     const { key, id } = await gw.tenant();

@@ -3,13 +3,11 @@
 // and while the workflow publishes a batch's state. A fresh in-process worker on the same task queue finishes the work: the compaction
 // commits exactly once and the transcript is exactly what an uninterrupted run produces, with no lost or duplicated
 // rows. Cases run concurrently, each on its own task queue, because every recovery waits for a Temporal timeout.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ConversationStart } from '../../../clients/conversations.js';
@@ -23,6 +21,7 @@ import type { CompactionResult, SubmitMessages } from '../../../workflows/defini
 import { compactionWorkflowId, conversationWorkflowId } from '../../../workflows/ids.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { FIXED_SUMMARY_BODY, fixedSummarizer } from '../../harness/fixedSummarizer.js';
+import { exited, startWorkerProcess as startWorker, type WorkerProcess } from '../../harness/spawnWorker.js';
 import { createTestStack, type TestStack, workflowBundle } from '../../harness/temporal.js';
 import {
   activeTranscript,
@@ -33,9 +32,6 @@ import {
   eventsOf,
   expectTranscriptInvariants,
 } from './transcript.js';
-
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const WORKER_SCRIPT = fileURLToPath(new URL('../../harness/workerProcess.ts', import.meta.url));
 
 // Short timeouts so that a lost attempt is retried within seconds (SPEC §9.2 knobs, DESIGN §3).
 const START: ConversationStart = {
@@ -87,73 +83,23 @@ afterAll(async () => {
 // ---------------------------------------------------------------------------------------------------------------
 // Plumbing
 
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
-interface WorkerProcess {
-  /** Resolves when the process printed this line; rejects when it exits first or the time is up. */
-  waitFor(line: string, timeoutMs?: number): Promise<void>;
-  /** SIGKILL, and wait until the process is gone. */
-  kill(): Promise<void>;
-}
-
+/** A worker process on the case's task queue, on the run's services and the file's bundle, tracked for cleanup. */
 function startWorkerProcess(taskQueue: string, hook: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      DATABASE_URL: testDb.url,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
-      TASK_QUEUE: taskQueue,
-      WORKFLOW_BUNDLE_PATH: bundlePath,
-      HEARTBEAT_INTERVAL_MS: '500',
-      ...hook,
-    },
+  const proc = startWorker({
+    databaseUrl: testDb.url,
+    temporalAddress: inject('temporalAddress'),
+    temporalNamespace: inject('temporalNamespace'),
+    taskQueue,
+    bundlePath,
+    env: hook,
   });
-  processes.add(child);
-  const lines: string[] = [];
-  const waiters: Array<() => void> = [];
-  let stderr = '';
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    lines.push(line);
-    for (const w of waiters.splice(0)) w();
-  });
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4_000);
-  });
-  child.once('exit', () => {
-    for (const w of waiters.splice(0)) w();
-  });
+  processes.add(proc.child);
   return {
-    waitFor: (line, timeoutMs = 60_000) =>
-      new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`worker process: no '${line}' within ${timeoutMs} ms; stderr:\n${stderr}`)),
-          timeoutMs,
-        );
-        const check = () => {
-          if (lines.includes(line)) {
-            clearTimeout(timer);
-            resolve();
-          } else if (child.exitCode !== null || child.signalCode !== null) {
-            clearTimeout(timer);
-            reject(
-              new Error(`worker process exited (${child.exitCode ?? child.signalCode}) before '${line}':\n${stderr}`),
-            );
-          } else {
-            waiters.push(check);
-          }
-        };
-        check();
-      }),
+    ...proc,
     kill: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited(child);
-      expect(child.signalCode ?? child.exitCode).toBe('SIGKILL');
+      const how = await proc.kill();
+      expect(how).toBe('SIGKILL');
+      return how;
     },
   };
 }

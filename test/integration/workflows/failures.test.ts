@@ -106,6 +106,33 @@ describe('summarizer failure', () => {
 });
 
 describe('replay of failed compactions', () => {
+  it('an aborted compaction is refused at once as not replayable: no summarizer call, no retries (issue #9 §3)', async () => {
+    mode = 'throw';
+    const t = await tenant({ abort_on_summary_failure: true });
+    const conv = randomUUID();
+    await stack.client.submit(t, conv, batch(agentTranscript(8)), MODEL);
+    const aborted = await stack.client.compact(t, conv);
+    expect(aborted.status).toBe('aborted');
+    mode = 'good';
+    const before = calls;
+    const replay = await stack.client.replayCompaction(t, aborted.compactionId).catch((err: Error) => err);
+    expect(replay).toBeInstanceOf(Error);
+    expect(String((replay as Error & { cause?: Error }).cause?.cause?.message ?? replay)).toContain(
+      "ended 'aborted': nothing was committed, so there is no summary to replace",
+    );
+    expect(calls).toBe(before);
+    // The refusal is non-retryable: the replay workflow's first activity failed once, not eight times.
+    const handle = stack.temporal.client.workflow.list({ query: `WorkflowId STARTS_WITH 'replay:${t}:'` });
+    const attempts: number[] = [];
+    for await (const info of handle) {
+      const history = await stack.temporal.client.workflow.getHandle(info.workflowId, info.runId).fetchHistory();
+      for (const e of history.events ?? []) {
+        if (e.activityTaskStartedEventAttributes) attempts.push(e.activityTaskStartedEventAttributes.attempt ?? 0);
+      }
+    }
+    expect(attempts).toEqual([1]);
+  });
+
   it('lists fallback compactions per tenant and replays one into the live transcript', async () => {
     mode = 'throw';
     const t = await tenant();

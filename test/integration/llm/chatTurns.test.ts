@@ -1,0 +1,131 @@
+// Chat turns are idempotent under retry (issue #9 §2) on the real services, with the real `openai` client talking to
+// the fake server: the same request twice — after it finished, while it still runs, or after the worker died between
+// storing the reply and reporting it — calls the model once and returns the first reply; the transcript holds one.
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { parseConfigText } from '../../../infra/config/loadConfig.js';
+import { withTenant } from '../../../infra/db/tenant.js';
+import { llmDepsFromConfig } from '../../../workers/llmDeps.js';
+import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
+import { reply } from '../../fakes/script.js';
+import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { startWorkerProcess, type WorkerProcess } from '../../harness/spawnWorker.js';
+import { createTestStack, type TestStack, workflowBundle } from '../../harness/temporal.js';
+import { activeTranscript, batch, keyed, newTenant } from '../workflows/transcript.js';
+
+let testDb: TestDatabase;
+let stack: TestStack;
+let openai: OpenAIFake;
+let configYaml: string;
+let bundleDir: string;
+const KEYS = { FAKE_OPENAI_KEY: 'sk-openai' };
+const GPT = { model: 'gpt-test', provider: 'openai', contextLength: 200_000 };
+
+beforeAll(async () => {
+  testDb = await createTestDatabase(inject('databaseUrl'));
+  openai = await startOpenAIFake();
+  configYaml = [
+    'model: { default: gpt-test, provider: openai }',
+    'providers:',
+    `  openai: { base_url: "${openai.origin}/v1", api_key_env: FAKE_OPENAI_KEY, models: [gpt-test] }`,
+  ].join('\n');
+  const llm = llmDepsFromConfig(parseConfigText(configYaml), KEYS, () => undefined);
+  stack = await createTestStack({ db: testDb.db, activityDeps: llm });
+  bundleDir = await mkdtemp(join(tmpdir(), 'dc-chat-'));
+});
+afterAll(async () => {
+  await stack?.close();
+  await openai?.close();
+  await testDb?.drop();
+  if (bundleDir) await rm(bundleDir, { recursive: true, force: true });
+});
+beforeEach(() => {
+  openai.requests.length = 0;
+});
+
+async function conversation(): Promise<{ t: string; conv: string }> {
+  const t = await newTenant(testDb.db);
+  const conv = randomUUID();
+  await stack.client.submit(t, conv, batch([{ role: 'system', content: 'You are terse.' }]), GPT);
+  return { t, conv };
+}
+
+async function liveRoles(t: string, conv: string): Promise<string[]> {
+  const status = await stack.client.status(t, conv);
+  return (await activeTranscript(testDb.db, t, status.sessionId)).map((r) => r.role);
+}
+
+async function turnRows(t: string): Promise<number> {
+  return withTenant(testDb.db, t, async (tx) => (await tx.selectFrom('turns').select('id').execute()).length);
+}
+
+describe('a retried chat turn', () => {
+  it('after it finished: the first reply, no second model call', async () => {
+    const { t, conv } = await conversation();
+    openai.enqueue(reply('the answer is 42'));
+    const messages = keyed([{ role: 'user', content: 'what is the answer?' }], 'q1');
+    const first = await stack.client.chatTurn(t, conv, { messages });
+    const second = await stack.client.chatTurn(t, conv, { messages });
+    expect(openai.chatRequests()).toHaveLength(1);
+    expect(second.reply).toEqual(first.reply);
+    expect(second.replyMessageId).toBe(first.replyMessageId);
+    expect(second.turnId).toBe(first.turnId);
+    expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant']);
+    expect(await turnRows(t)).toBe(1);
+  });
+
+  it('while the first is still running: both get the one reply', async () => {
+    const { t, conv } = await conversation();
+    openai.enqueue(reply('slow but single', { delayMs: 1_500 }));
+    const messages = keyed([{ role: 'user', content: 'take your time' }], 'q2');
+    const [a, b] = await Promise.all([
+      stack.client.chatTurn(t, conv, { messages }),
+      stack.client.chatTurn(t, conv, { messages }),
+    ]);
+    expect(openai.chatRequests()).toHaveLength(1);
+    expect(a.replyMessageId).toBe(b.replyMessageId);
+    expect(a.reply.content).toBe('slow but single');
+    expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant']);
+  });
+
+  it('after the worker died once the reply was stored, before Temporal heard of it', async () => {
+    const { t, conv } = await conversation();
+    const bundlePath = join(bundleDir, 'bundle.js');
+    await writeFile(bundlePath, (await workflowBundle()).code);
+    await stack.stopWorker();
+    const proc: WorkerProcess = startWorkerProcess({
+      databaseUrl: testDb.url,
+      temporalAddress: inject('temporalAddress'),
+      temporalNamespace: inject('temporalNamespace'),
+      taskQueue: stack.taskQueue,
+      bundlePath,
+      env: { PAUSE_AFTER: 'respond', CONFIG_YAML: configYaml, ...KEYS },
+    });
+    try {
+      await proc.waitFor('READY');
+      openai.enqueue(reply('stored before the crash'));
+      const messages = keyed([{ role: 'user', content: 'survive this' }], 'q3');
+      const pending = stack.client.chatTurn(t, conv, { messages });
+      pending.catch(() => undefined);
+      await proc.waitFor('PAUSED respond');
+      // The reply and its turn record are stored together (one transaction) before the kill.
+      expect(await turnRows(t)).toBe(1);
+      expect(await proc.kill()).toBe('SIGKILL');
+      await stack.startWorker();
+      const result = await pending;
+      expect(result.reply.content).toBe('stored before the crash');
+      expect(openai.chatRequests()).toHaveLength(1);
+      expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant']);
+      // A client retry of the same request afterwards: the same reply again, still one model call.
+      const retried = await stack.client.chatTurn(t, conv, { messages });
+      expect(retried.replyMessageId).toBe(result.replyMessageId);
+      expect(openai.chatRequests()).toHaveLength(1);
+    } finally {
+      await proc.kill();
+      await stack.startWorker();
+    }
+  });
+});
