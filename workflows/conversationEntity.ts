@@ -124,13 +124,29 @@ export class ConversationEntity {
     const ids = { tenantId: this.ids.tenantId, conversationId: this.ids.conversationId };
     const record = (policyVersion: number | null) =>
       store.recordState({ ...ids, appliedSeq: this.state.batches.appliedSeq, policyVersion, status: this.status() });
-    if ((await record(this.state.policyVersion)).recorded) return;
-    const fresh = await store.loadTenantConfig({ tenantId: this.ids.tenantId });
-    this.state.compressor = this.engine.exportState();
-    Object.assign(this.state, { config: fresh.config, host: fresh.host, policyVersion: fresh.policyVersion });
-    this.engine = this.buildEngine();
-    // Published with the new policy; a policy changed again meanwhile is taken over at the next publication.
-    await record(null);
+    await this.safely('publishing the status', async () => {
+      if ((await record(this.state.policyVersion)).recorded) return;
+      const fresh = await store.loadTenantConfig({ tenantId: this.ids.tenantId });
+      this.state.compressor = this.engine.exportState();
+      Object.assign(this.state, { config: fresh.config, host: fresh.host, policyVersion: fresh.policyVersion });
+      this.engine = this.buildEngine();
+      // Published with the new policy; a policy changed again meanwhile is taken over at the next publication.
+      await record(null);
+    });
+  }
+
+  /**
+   * Runs a step whose failure must not stop the conversation: store activities retry until PostgreSQL answers, so
+   * what reaches here is non-retryable (activities/guard.ts); it is noted and the conversation goes on.
+   */
+  private async safely<T>(what: string, step: () => Promise<T>): Promise<T | null> {
+    try {
+      return await step();
+    } catch (err) {
+      const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+      this.notice(`A step failed and was skipped (${what}): ${cause instanceof Error ? cause.message : String(cause)}`);
+      return null;
+    }
   }
 
   /** A replayed summary became live (SPEC §13.7): only the compaction still in the transcript may set it. */
@@ -220,8 +236,10 @@ export class ConversationEntity {
     const recent = pruneAutoTimes(state.autoTimes, Date.now());
     let breaker = conversationBreaker(state.host, recent);
     if (!breaker && state.host.tenantMaxAutoPerHour !== null) {
-      const count = await store.countTenantAutoCompactions({ tenantId: this.ids.tenantId, sinceMs: HOUR_MS });
-      breaker = tenantBreaker(state.host, count);
+      const count = await this.safely('counting the tenant’s compactions', () =>
+        store.countTenantAutoCompactions({ tenantId: this.ids.tenantId, sinceMs: HOUR_MS }),
+      );
+      breaker = count === null ? null : tenantBreaker(state.host, count);
     }
     if (!breaker) {
       state.autoPaused = null;
@@ -335,7 +353,11 @@ export class ConversationEntity {
   /** Cache economics per turn, and per compaction: rewrite on the first request after it, turns until reads recover. */
   private async recordCacheUsage(usage: TurnResult['usage']): Promise<void> {
     const recovery = accountCacheUsage(this.state.cache, usage);
-    if (recovery) await model.recordCacheRecovery({ tenantId: this.ids.tenantId, ...recovery });
+    if (recovery) {
+      await this.safely('recording cache recovery', () =>
+        model.recordCacheRecovery({ tenantId: this.ids.tenantId, ...recovery }),
+      );
+    }
   }
 
   /** SPEC §4.6: re-derive from the raw configuration; never silent about the cache. */
@@ -353,13 +375,15 @@ export class ConversationEntity {
 
   /** SPEC §4.5: the one-time gpt-5.5 Codex notice, persisted per tenant by the activity. */
   async autoraiseNotice(): Promise<void> {
-    const text = await store.autoraiseNotice({
-      tenantId: this.ids.tenantId,
-      model: this.state.model,
-      provider: this.state.provider,
-      contextLength: this.state.contextLength,
-      config: this.state.config,
-    });
+    const text = await this.safely('the autoraise notice', () =>
+      store.autoraiseNotice({
+        tenantId: this.ids.tenantId,
+        model: this.state.model,
+        provider: this.state.provider,
+        contextLength: this.state.contextLength,
+        config: this.state.config,
+      }),
+    );
     if (text) this.notice(text);
   }
 }

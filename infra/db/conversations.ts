@@ -3,6 +3,7 @@
 // counting accepted batches — and what the conversation workflow publishes (`applied_seq`, `state`). Reads of the gateway come from here, so
 // they never need the worker (issue #9 §6). Lock order in every writer: conversation, then session, then compaction.
 import { type Kysely, sql, type UpdateObject } from 'kysely';
+import { toStorableJson } from '../../contracts/storableText.js';
 import type { ConversationRow, Database } from './schema.js';
 import { insertSessionIfAbsent } from './sessions.js';
 import { ConversationNotFoundError } from './storeErrors.js';
@@ -172,7 +173,8 @@ export async function recordApplied(
   await withTenantWrite(db, tenantId, (tx) =>
     tx
       .updateTable('conversations')
-      .set({ applied_seq: applied.appliedSeq, state: JSON.stringify(applied.state) })
+      // The status holds texts from elsewhere (provider error messages, notices): stored as storable JSON.
+      .set({ applied_seq: applied.appliedSeq, state: JSON.stringify(toStorableJson(applied.state)) })
       .where('tenant_id', '=', tenantId)
       .where('id', '=', conversationId)
       .where('applied_seq', '<=', applied.appliedSeq)

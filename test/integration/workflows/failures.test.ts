@@ -117,7 +117,9 @@ describe('replay of failed compactions', () => {
     const before = calls;
     const replay = await stack.client.replayCompaction(t, aborted.compactionId).catch((err: Error) => err);
     expect(replay).toBeInstanceOf(Error);
-    expect(String((replay as Error & { cause?: Error }).cause?.cause?.message ?? replay)).toContain(
+    let root = replay as Error;
+    while (root.cause instanceof Error) root = root.cause;
+    expect(root.message).toContain(
       "ended 'aborted': nothing was committed, so there is no summary to replace",
     );
     expect(calls).toBe(before);
