@@ -157,6 +157,31 @@ describe('dctx', () => {
     expect((await get(`/v1/conversations/${conversationId}/messages?archived=true`)).messages).toHaveLength(25);
   });
 
+  it('import of a transcript whose tool output is binary (head -c 16 logo.png) finishes; it reads back exactly (issue #9 §1)', async () => {
+    const png = '\u0089PNG\r\n\u001a\n\u0000\u0000\u0000\rIHDR\u0000\u0000\u0000\u0010';
+    const lines = [
+      { role: 'user', content: 'what is in logo.png?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c_png', type: 'function', function: { name: 'shell', arguments: '{"cmd":"head -c 16 logo.png"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'c_png', name: 'shell', content: png },
+      { role: 'assistant', content: 'a PNG header' },
+      { role: 'user', content: 'thanks' },
+    ];
+    const file = join(dir, 'binary.jsonl');
+    await writeFile(file, `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
+    const run = await dctx(['import', file, '--conversation', 'cli-binary', '--context-length', '128000'], asTenant());
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Imported 5 messages');
+    const stored = await get('/v1/conversations/cli-binary/messages');
+    expect(stored.messages.map((m: { message: unknown }) => m.message)).toEqual(lines);
+  });
+
   it('search finds a message, with the match marked', async () => {
     const found = await dctx(['search', 'flaky'], asTenant());
     expect(found.code).toBe(0);
