@@ -1,18 +1,21 @@
-// Message search (SPEC §14): tenant-scoped, through the view tenant_messages (index-friendly under RLS, see
-// migrations/0001) inside withTenant. Latin queries match search_tsv with a tsquery built by functions and rank by
-// ts_rank_cd; CJK queries match substrings (ILIKE semantics) with the CJK gram column and index (migrations/0002)
-// and the trigram index, newest first. Every predicate is evaluated on the row itself — an index only finds
-// candidates — so the results never depend on an index or on which plan PostgreSQL picks.
+// Message search (SPEC §14): tenant-scoped, inside withTenant, through the SECURITY DEFINER function
+// dc_search_messages (migrations/0005), which applies the transaction's tenant to every row it reads and keeps the
+// GIN indexes usable (under RLS PostgreSQL cannot use them for ILIKE and @@). This module parses the query and builds
+// the search plan as data — the Latin path's tsquery built by PostgreSQL functions, the CJK path's clauses — and the
+// function turns it into SQL. Latin queries match search_tsv and rank by ts_rank_cd; CJK queries match substrings
+// (ILIKE semantics) with the CJK gram column and index (migrations/0002) and the trigram index, newest first. Every
+// predicate is evaluated on the row itself — an index only finds candidates — so the results never depend on an
+// index or on which plan PostgreSQL picks.
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database } from './schema.js';
 import {
   cjkGramsOf,
-  escapeLike,
   isCjkChar,
   type ParsedQuery,
   parseSearchQuery,
   positiveTerms,
   type QueryClause,
+  type SearchPath,
   type SearchTerm,
 } from './searchQuery.js';
 import { cjkSnippet, latinSnippet } from './searchSnippet.js';
@@ -62,7 +65,6 @@ export interface SearchResult {
 
 export const DEFAULT_SEARCH_LIMIT = 20;
 export const MAX_SEARCH_LIMIT = 100;
-const CONTEXT_CHARS = 200;
 
 interface NormalisedOptions {
   sources: string[];
@@ -104,18 +106,14 @@ function balanced(parts: readonly Sql[], op: Sql): Sql {
   return sql`(${balanced(parts.slice(0, middle), op)} ${op} ${balanced(parts.slice(middle), op)})`;
 }
 
-function visibility(alias: string, includeInactive: boolean): Sql {
-  return includeInactive ? sql`true` : sql`(${sql.ref(`${alias}.active`)} OR ${sql.ref(`${alias}.compacted`)})`;
-}
-
 /** Letters and digits: the words a Latin term contributes (dc_search_words keeps the same, as [[:alnum:]]). */
 const WORD = /[\p{L}\p{N}]/u;
 
 /**
  * One term's tsquery, built by functions from the term's words (SPEC §14.5): plainto_tsquery for a plain term,
  * phraseto_tsquery for a phrase, dc_prefix_tsquery (`:*` on the last word) for a prefix. User text is only ever a
- * function argument, never tsquery syntax. All of it is immutable, so PostgreSQL folds it to a constant when it plans
- * the query: the index condition and the row estimates see the real lexemes.
+ * function argument, never tsquery syntax. PostgreSQL evaluates it once, as the argument of dc_search_messages, whose
+ * query receives it as a constant (EXECUTE … USING): the index condition and the row estimates see the real lexemes.
  */
 function termTsquery(term: SearchTerm): Sql {
   const words = sql`dc_search_words(${term.text})`;
@@ -151,6 +149,16 @@ function isExactGram(clause: QueryClause): boolean {
   return chars.length <= 2 && chars.every(isCjkChar);
 }
 
+/** One CJK-path clause as the search function takes it (dc_search_cjk_clause in migrations/0005). */
+export interface CjkClause {
+  /** `gram`: `cjk_grams @> ARRAY[text]`; `strpos`: substring search; `ilike`: `ILIKE '%text%'` (escaped there). */
+  kind: 'gram' | 'strpos' | 'ilike';
+  text: string;
+  /** Grams every matching row has (the gram-index prefilter of a positive clause); rechecked on the text. */
+  grams: string[];
+  negated: boolean;
+}
+
 /**
  * One CJK-path clause, equivalent to `indexed_text ILIKE '%term%' ESCAPE '\'` (SPEC §14.6):
  * - a term of 1–2 CJK characters is exactly "its gram is in cjk_grams" (cjk_grams holds every unigram and bigram
@@ -161,98 +169,23 @@ function isExactGram(clause: QueryClause): boolean {
  * - a term without CJK characters is ILIKE (served by the trigram index from 3 characters on).
  * `strpos(…) <> 0` is estimated as non-selective by the planner, so the recheck does not skew the plan choice.
  */
-function cjkClause(clause: QueryClause): Sql {
-  const text = clause.term.text;
-  const grams = cjkGramsOf(text);
-  const ilike = sql`m.indexed_text ILIKE ${`%${escapeLike(text)}%`} ESCAPE '\\'`;
-  if (isExactGram(clause)) {
-    const hasGram = sql`m.cjk_grams @> ARRAY[${text}]::text[]`;
-    return clause.negated ? sql`NOT (${hasGram})` : hasGram;
-  }
-  const recheck = isUncased(text) ? sql`strpos(m.indexed_text, ${text}) <> 0` : ilike;
-  if (clause.negated) return sql`NOT (${recheck})`;
-  return grams.length > 0 ? sql`(m.cjk_grams @> ${grams}::text[] AND ${recheck})` : ilike;
-}
-
-function cjkMatch(parsed: ParsedQuery): Sql {
-  const groups = parsed.groups.map((group) => sql`(${sql.join(group.map(cjkClause), sql` AND `)})`);
-  return groups.length === 1 ? (groups[0] as Sql) : sql`(${sql.join(groups, sql` OR `)})`;
+function cjkClause(clause: QueryClause): CjkClause {
+  const { text } = clause.term;
+  const { negated } = clause;
+  if (isExactGram(clause)) return { kind: 'gram', text, grams: [], negated };
+  const grams = negated ? [] : cjkGramsOf(text);
+  const substring = isUncased(text) && (negated || grams.length > 0);
+  return { kind: substring ? 'strpos' : 'ilike', text, grams, negated };
 }
 
 /**
- * Tuning of recency-ordered searches: how many of the newest (or oldest) visible rows are checked first
- * (see hitsQuery); 0 turns the probe off. Changed only by benchmarks.
+ * Tuning of recency-ordered searches: how many of the newest (or oldest) visible rows are checked first, before the
+ * whole search (see dc_search_messages); 0 turns the probe off. Changed only by benchmarks.
  */
 export const searchTuning = { recencyProbeRows: 400 };
 
 /** How hits are ordered: by rank (Latin relevance), or by recency. */
-type Ordering = 'rank' | 'newest' | 'oldest';
-
-function orderBy(alias: string, ordering: Ordering): Sql {
-  const ts = sql.ref(`${alias}.timestamp`);
-  const id = sql.ref(`${alias}.id`);
-  if (ordering === 'oldest') return sql`${ts} ASC, ${id} ASC`;
-  const recency = sql`${ts} DESC, ${id} DESC`;
-  return ordering === 'rank' ? sql`${sql.ref(`${alias}.rank`)} DESC, ${recency}` : recency;
-}
-
-/**
- * The tenant (again: the view already restricts to app.tenant_id, which withTenant set to the same id; the constant
- * lets the planner use the tenant's own row count), visibility and the option filters, on the row `m`.
- */
-function rowFilters(tenantId: string, options: NormalisedOptions): Sql {
-  const filters: Sql[] = [sql`m.tenant_id = ${tenantId}`, visibility('m', options.includeInactive)];
-  if (options.roles.length > 0) filters.push(sql`m.role = ANY(${options.roles}::text[])`);
-  if (options.sources.length > 0 || options.excludeSources.length > 0) {
-    const sourceFilters: Sql[] = [sql`s.tenant_id = m.tenant_id`, sql`s.id = m.session_id`];
-    if (options.sources.length > 0) sourceFilters.push(sql`s.source = ANY(${options.sources}::text[])`);
-    if (options.excludeSources.length > 0) sourceFilters.push(sql`s.source <> ALL(${options.excludeSources}::text[])`);
-    filters.push(sql`EXISTS (SELECT 1 FROM sessions s WHERE ${sql.join(sourceFilters, sql` AND `)})`);
-  }
-  return sql.join(filters, sql` AND `);
-}
-
-/**
- * The hits (the first `offset + limit` rows in order) as one SQL query over the columns id, session_id, role,
- * timestamp, tool_name, rank.
- *
- * Recency-ordered searches first look only at the newest (oldest) `searchTuning.recencyProbeRows` visible rows, in index order:
- * when enough of them match, those are the answer, found without touching the older rows — the fast case for
- * common terms in large tenants, which an index lookup would have to fetch and sort in full. Otherwise the whole
- * search runs (indexes for rare terms). Both give the same rows; the probe only decides how fast. Skipped when
- * the planner can judge the term's frequency itself (SearchPlan.wellEstimated) and for rank order (needs all rows).
- */
-function hitsQuery(tenantId: string, plan: SearchPlan, ordering: Ordering, options: NormalisedOptions): Sql {
-  const wanted = options.offset + options.limit;
-  const full = sql`
-    SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name, ${plan.rank} AS rank
-      FROM tenant_messages m
-     WHERE ${plan.match} AND ${rowFilters(tenantId, options)}
-     ORDER BY ${ordering === 'rank' ? sql`rank DESC, m."timestamp" DESC, m.id DESC` : orderBy('m', ordering)}
-     LIMIT ${wanted}`;
-  const probeRows = searchTuning.recencyProbeRows;
-  if (ordering === 'rank' || plan.wellEstimated || probeRows <= 0 || wanted > MAX_SEARCH_LIMIT) return full;
-  return sql`
-    WITH probe AS MATERIALIZED (
-      SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name, 0::real AS rank
-        FROM (SELECT * FROM tenant_messages m WHERE ${rowFilters(tenantId, options)}
-               ORDER BY ${orderBy('m', ordering)} LIMIT ${probeRows}) AS m
-       WHERE ${plan.match}
-       ORDER BY ${orderBy('m', ordering)}
-       LIMIT ${wanted})
-    SELECT * FROM probe WHERE (SELECT count(*) FROM probe) >= ${wanted}
-    UNION ALL
-    SELECT * FROM (${full}) AS f WHERE (SELECT count(*) FROM probe) < ${wanted}`;
-}
-
-/** Text of a context row: string content, text parts joined with ' ', `[multimodal content]`; 200 characters. */
-function contextText(alias: string): Sql {
-  const content = sql.ref(`${alias}.content`);
-  const parts = sql.ref(`${alias}.content_parts`);
-  return sql`left(CASE WHEN ${parts} IS NULL THEN coalesce(${content}, '') ELSE dc_parts_text(${parts}) END, ${sql.lit(
-    CONTEXT_CHARS,
-  )})`;
-}
+export type Ordering = 'rank' | 'newest' | 'oldest';
 
 interface ResultRow {
   id: number;
@@ -270,45 +203,64 @@ interface ResultRow {
   next_content: string | null;
 }
 
+/** What searchMessages asks of dc_search_messages (migrations/0005). */
+export interface SearchRequest {
+  /** Its first argument, the plan as data; the function refuses it unless `tenant` is the transaction's tenant. */
+  plan: {
+    tenant: string;
+    path: SearchPath;
+    /** CJK path: an OR of AND-groups of clauses. */
+    groups: CjkClause[][];
+    ordering: Ordering;
+    roles: string[];
+    sources: string[];
+    excludeSources: string[];
+    includeInactive: boolean;
+    limit: number;
+    offset: number;
+    probeRows: number;
+  };
+  /** Its second, the Latin path's tsquery (an expression of PostgreSQL functions), or null. */
+  query: Sql | null;
+  snippet: (text: string) => string;
+}
+
+/** The request for `query` in `tenantId`, or null when nothing can be searched (SPEC §14.3: `[]`). */
+export function searchRequest(tenantId: string, query: unknown, options: SearchOptions = {}): SearchRequest | null {
+  const parsed = parseSearchQuery(query);
+  const plan = parsed && planSearch(parsed);
+  if (!plan) return null;
+  const opts = normaliseSearchOptions(options);
+  return {
+    plan: {
+      tenant: tenantId,
+      path: plan.path,
+      groups: plan.groups,
+      ordering: opts.sort === 'relevance' ? plan.relevance : opts.sort,
+      roles: opts.roles,
+      sources: opts.sources,
+      excludeSources: opts.excludeSources,
+      includeInactive: opts.includeInactive,
+      limit: opts.limit,
+      offset: opts.offset,
+      probeRows: searchTuning.recencyProbeRows,
+    },
+    query: plan.query,
+    snippet: plan.snippet,
+  };
+}
+
 /**
- * One statement: the page of hits, then for each its text, session fields and neighbours (same visibility,
- * `(timestamp, id)` order).
+ * One statement: the page of hits in order, each with its text, session fields and neighbours (same visibility,
+ * `(timestamp, id)` order). The function takes the tenant from app.tenant_id, which withTenant set.
  */
-async function findRows(
-  tx: TenantTx,
-  tenantId: string,
-  plan: SearchPlan,
-  ordering: Ordering,
-  options: NormalisedOptions,
-): Promise<ResultRow[]> {
+async function findRows(tx: TenantTx, request: SearchRequest): Promise<ResultRow[]> {
   const result = await sql<ResultRow>`
-    WITH hits AS MATERIALIZED (
-      SELECT * FROM (${hitsQuery(tenantId, plan, ordering, options)}) AS h
-       ORDER BY ${orderBy('h', ordering)}
-      OFFSET ${options.offset} LIMIT ${options.limit})
-    SELECT h.id, h.session_id, h.role, h."timestamp", h.tool_name, t.indexed_text, s.source, s.model, s.started_at,
-           prev.role AS prev_role, prev.content AS prev_content, nxt.role AS next_role, nxt.content AS next_content
-      FROM hits h
-      -- LIMIT 1 keeps each lookup a per-hit index probe (the planner cannot flatten it into a join over the tenant).
-      CROSS JOIN LATERAL (SELECT t.indexed_text FROM tenant_messages t WHERE t.id = h.id LIMIT 1) AS t
-      CROSS JOIN LATERAL (
-        SELECT s.source, s.model, s.started_at FROM sessions s
-         WHERE s.tenant_id = current_setting('app.tenant_id', true) AND s.id = h.session_id LIMIT 1) AS s
-      LEFT JOIN LATERAL (
-        SELECT p.role, ${contextText('p')} AS content
-          FROM tenant_messages p
-         WHERE p.session_id = h.session_id AND (p."timestamp", p.id) < (h."timestamp", h.id)
-           AND ${visibility('p', options.includeInactive)}
-         ORDER BY p."timestamp" DESC, p.id DESC
-         LIMIT 1) AS prev ON true
-      LEFT JOIN LATERAL (
-        SELECT n.role, ${contextText('n')} AS content
-          FROM tenant_messages n
-         WHERE n.session_id = h.session_id AND (n."timestamp", n.id) > (h."timestamp", h.id)
-           AND ${visibility('n', options.includeInactive)}
-         ORDER BY n."timestamp", n.id
-         LIMIT 1) AS nxt ON true
-     ORDER BY ${orderBy('h', ordering)}`.execute(tx);
+    SELECT r.id, r.session_id, r.role, r."timestamp", r.tool_name, r.indexed_text, r.source, r.model, r.started_at,
+           r.prev_role, r.prev_content, r.next_role, r.next_content
+      FROM dc_search_messages(${JSON.stringify(request.plan)}::jsonb, ${request.query ?? sql`NULL::tsquery`})
+           WITH ORDINALITY AS r
+     ORDER BY r.ordinality`.execute(tx);
   return result.rows;
 }
 
@@ -316,15 +268,12 @@ function toIso(value: Date | string): string {
   return (value instanceof Date ? value : new Date(value)).toISOString();
 }
 
-/** A plan for one parsed query: how rows match, their rank (Latin), how snippets are made. */
+/** A plan for one parsed query: how rows match (as data for dc_search_messages), the relevance order, snippets. */
 interface SearchPlan {
-  match: Sql;
-  /**
-   * The planner estimates the match well (only 1–2-character CJK terms: the element statistics of cjk_grams), so
-   * its own choice between a recency-ordered scan and the gram index is trusted and the probe is skipped.
-   */
-  wellEstimated: boolean;
-  rank: Sql;
+  path: SearchPath;
+  groups: CjkClause[][];
+  /** Latin path: the query's tsquery, built by functions over the terms (never tsquery syntax). */
+  query: Sql | null;
   relevance: Ordering;
   snippet: (text: string) => string;
 }
@@ -333,9 +282,9 @@ function planSearch(parsed: ParsedQuery): SearchPlan | null {
   const terms = positiveTerms(parsed);
   if (parsed.path === 'cjk') {
     return {
-      match: cjkMatch(parsed),
-      wellEstimated: parsed.groups.every((group) => group.every(isExactGram)),
-      rank: sql`0::real`,
+      path: 'cjk',
+      groups: parsed.groups.map((group) => group.map(cjkClause)),
+      query: null,
       relevance: 'newest',
       snippet: (text) => cjkSnippet(text, terms),
     };
@@ -343,9 +292,9 @@ function planSearch(parsed: ParsedQuery): SearchPlan | null {
   const query = latinTsquery(parsed);
   if (!query) return null;
   return {
-    match: sql`m.search_tsv @@ ${query}`,
-    wellEstimated: false,
-    rank: sql`ts_rank_cd(m.search_tsv, ${query})`,
+    path: 'latin',
+    groups: [],
+    query,
     relevance: 'rank',
     snippet: (text) => latinSnippet(text, terms),
   };
@@ -372,7 +321,7 @@ function toResult(row: ResultRow, snippet: (text: string) => string): SearchResu
 /**
  * SPEC §14: the tenant's messages matching `query`, as results (§14.8). Anything that cannot be searched (not a
  * string, blank, no terms, no lexemes) gives `[]`; query content never throws. A result never comes from another
- * tenant: the search runs under withTenant (row-level security) through the tenant-filtered view.
+ * tenant: the search runs under withTenant, through the function that applies the transaction's tenant itself.
  */
 export async function searchMessages(
   db: Kysely<Database>,
@@ -380,16 +329,9 @@ export async function searchMessages(
   query: unknown,
   options: SearchOptions = {},
 ): Promise<SearchResult[]> {
-  const parsed = parseSearchQuery(query);
-  const plan = parsed && planSearch(parsed);
-  if (!plan) return [];
-  const opts = normaliseSearchOptions(options);
-  return withTenant(db, tenantId, async (tx) => {
-    // Ranking reads every match: in a large tenant a common word costs enough for JIT compilation to start, which
-    // adds tens of milliseconds to a query that returns 20 rows. This transaction only.
-    if (plan.relevance === 'rank') await sql`SET LOCAL jit = off`.execute(tx);
-    const ordering: Ordering = opts.sort === 'relevance' ? plan.relevance : opts.sort;
-    const rows = await findRows(tx, tenantId, plan, ordering, opts);
-    return rows.map((row) => toResult(row, plan.snippet));
-  });
+  const request = searchRequest(tenantId, query, options);
+  if (!request) return [];
+  return withTenant(db, tenantId, async (tx) =>
+    (await findRows(tx, request)).map((row) => toResult(row, request.snippet)),
+  );
 }

@@ -4,6 +4,7 @@ import * as m0001 from './0001_initial.js';
 import * as m0002 from './0002_search.js';
 import * as m0003 from './0003_api_keys.js';
 import * as m0004 from './0004_turns.js';
+import * as m0005 from './0005_leakproof_search.js';
 import * as m0006 from './0006_conversation_log.js';
 
 const MIGRATIONS: Record<string, Migration> = {
@@ -11,6 +12,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0002_search': m0002,
   '0003_api_keys': m0003,
   '0004_turns': m0004,
+  '0005_leakproof_search': m0005,
   '0006_conversation_log': m0006,
 };
 

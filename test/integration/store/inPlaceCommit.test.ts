@@ -145,7 +145,7 @@ describe('commitInPlace', () => {
     });
   });
 
-  it('archived rows stay discoverable through the search view, once per message', async () => {
+  it('archived rows stay discoverable by their indexed text, once per message', async () => {
     const seeded = await seedSession(testDb.db, 'tenant-search', transcript);
     const compactionId = await newCompaction(testDb.db, seeded);
     await commitInPlace(testDb.db, seeded.tenantId, {
@@ -160,7 +160,7 @@ describe('commitInPlace', () => {
     const search = (pattern: string) =>
       withTenant(testDb.db, seeded.tenantId, (tx) =>
         tx
-          .selectFrom('tenant_messages')
+          .selectFrom('messages')
           .select(['id', 'active', 'compacted'])
           .where('indexed_text', 'ilike', pattern)
           .where((eb) => eb.or([eb('active', '=', true), eb('compacted', '=', true)]))

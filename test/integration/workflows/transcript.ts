@@ -101,7 +101,7 @@ export async function searchArchived(db: Kysely<Database>, tenantId: string, nee
     async (tx) =>
       (
         await sql<{ id: number; active: boolean; compacted: boolean }>`
-        SELECT id, active, compacted FROM tenant_messages
+        SELECT id, active, compacted FROM messages
         WHERE (active OR compacted) AND indexed_text ILIKE ${`%${needle}%`}`.execute(tx)
       ).rows,
   );
