@@ -1,6 +1,7 @@
 // Prometheus metrics (DESIGN.md §6 `/metrics`), one registry per process. Compaction counts and tokens saved are
-// read from PostgreSQL at scrape time (so they are right whichever process ran the compaction); phase durations and
-// search latency are measured where they happen.
+// read from PostgreSQL at scrape time (so they are right whichever process ran the compaction), from the totals a
+// trigger keeps per tenant, trigger and status (migrations/0005): a scrape reads a few rows, not every compaction.
+// Phase durations and search latency are measured where they happen.
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
@@ -45,7 +46,8 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
       registers: [registry],
       async collect() {
         const rows = await sql<{ trigger: string; status: string; n: string }>`
-          SELECT "trigger", status, count(*) AS n FROM compactions GROUP BY 1, 2`.execute(db);
+          SELECT "trigger", status, sum(compactions) AS n FROM compaction_totals GROUP BY 1, 2
+          HAVING sum(compactions) > 0`.execute(db);
         this.reset();
         for (const r of rows.rows) this.set({ trigger: r.trigger, status: r.status }, Number(r.n));
       },
@@ -56,8 +58,8 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
       registers: [registry],
       async collect() {
         const rows = await sql<{ saved: string | null }>`
-          SELECT sum((stats ->> 'tokensBefore')::bigint - (stats ->> 'tokensAfter')::bigint) AS saved
-          FROM compactions WHERE status IN ('committed', 'fallback')`.execute(db);
+          SELECT sum(tokens_saved) AS saved FROM compaction_totals
+           WHERE status IN ('committed', 'fallback')`.execute(db);
         this.set(Number(rows.rows[0]?.saved ?? 0));
       },
     });

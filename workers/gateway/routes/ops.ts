@@ -1,10 +1,33 @@
-// Operations routes (no key): liveness and Prometheus metrics.
-import type { FastifyInstance } from 'fastify';
+// Operations routes: liveness (no key) and Prometheus metrics (behind `metricsKey` when one is configured).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../../infra/db/schema.js';
 import type { Metrics } from '../../../infra/metrics/registry.js';
+import { HttpError } from '../errors.js';
 
-export function opsRoutes(deps: { db: Kysely<Database>; metrics: Metrics }) {
+export interface OpsDeps {
+  db: Kysely<Database>;
+  metrics: Metrics;
+  /** When set, `/metrics` requires `Authorization: Bearer <metricsKey>` (401 otherwise). */
+  metricsKey?: string | null;
+}
+
+const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+
+/** 401 unless the request carries `Bearer <key>` (compared in constant time, whatever the lengths). */
+function requireMetricsKey(key: string) {
+  const expected = digest(key);
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const given = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
+    if (given === undefined || !timingSafeEqual(digest(given), expected)) {
+      reply.header('www-authenticate', 'Bearer realm="metrics"');
+      throw new HttpError(401, 'metrics key required (expected: Authorization: Bearer <metrics key>)');
+    }
+  };
+}
+
+export function opsRoutes(deps: OpsDeps) {
   return async (app: FastifyInstance) => {
     app.get(
       '/healthz',
@@ -18,9 +41,16 @@ export function opsRoutes(deps: { db: Kysely<Database>; metrics: Metrics }) {
         }
       },
     );
-    app.get('/metrics', { schema: { tags: ['ops'], summary: 'Prometheus metrics' } }, async (_request, reply) => {
-      const body = await deps.metrics.registry.metrics();
-      return reply.type(deps.metrics.registry.contentType).send(body);
-    });
+    app.get(
+      '/metrics',
+      {
+        schema: { tags: ['ops'], summary: 'Prometheus metrics' },
+        ...(deps.metricsKey ? { onRequest: requireMetricsKey(deps.metricsKey) } : {}),
+      },
+      async (_request, reply) => {
+        const body = await deps.metrics.registry.metrics();
+        return reply.type(deps.metrics.registry.contentType).send(body);
+      },
+    );
   };
 }
