@@ -3,8 +3,9 @@
 # Idempotent: safe to run on every CI run and every `npm test`. Progress goes to stderr; stdout is the URL only.
 #
 # The database uses UTF-8 with a non-C LC_CTYPE (C.UTF-8) so that pg_trgm indexes CJK characters (DESIGN.md §4).
-# The owner role is NOT a superuser; it may create databases (one per test file). Tenant-scoped work switches to the
-# NOLOGIN role dc_tenant (SET LOCAL ROLE), which row-level security applies to; the owner is a member of it.
+# The owner role is NOT a superuser; it may create databases (one per test file) and, as a member of
+# pg_signal_backend, end other sessions on the databases it drops. Tenant-scoped work switches to the NOLOGIN role
+# dc_tenant (SET LOCAL ROLE), which row-level security applies to; the owner is a member of it.
 set -euo pipefail
 
 PG_VERSION="${PG_VERSION:-15}"
@@ -55,6 +56,13 @@ if [[ "$(psql_admin -tAc "SELECT 1 FROM pg_roles WHERE rolname = 'dc_tenant'")" 
   psql_admin -c "CREATE ROLE dc_tenant NOLOGIN NOSUPERUSER NOBYPASSRLS"
 fi
 psql_admin -c "GRANT dc_tenant TO \"$DB_ROLE\"" 2>/dev/null || true
+
+# The owner drops its per-test databases WITH (FORCE), which terminates the sessions still on them; one can be an
+# autovacuum worker, which only members of pg_signal_backend may terminate. Granted also to an existing role.
+if [[ "$(psql_admin -tAc "SELECT pg_has_role('$DB_ROLE', 'pg_signal_backend', 'MEMBER')")" != "t" ]]; then
+  log "granting pg_signal_backend to $DB_ROLE"
+  psql_admin -c "GRANT pg_signal_backend TO \"$DB_ROLE\""
+fi
 
 if [[ "$(psql_admin -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" != "1" ]]; then
   log "creating database $DB_NAME (UTF8, LC_CTYPE C.UTF-8)"
