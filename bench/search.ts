@@ -81,6 +81,8 @@ async function insertRows(db: Kysely<Database>, rows: CorpusRow[]): Promise<void
     id: r.id,
     tenant_id: r.tenantId,
     session_id: r.sessionId,
+    // The corpus gives every session a conversation of its own id.
+    conversation_id: r.sessionId,
     role: r.message.role,
     content: typeof r.message.content === 'string' ? r.message.content : undefined,
     tool_calls: r.message.tool_calls,
@@ -92,14 +94,15 @@ async function insertRows(db: Kysely<Database>, rows: CorpusRow[]): Promise<void
     position: r.position,
   }));
   await sql`
-    INSERT INTO messages (id, tenant_id, session_id, role, content, tool_calls, tool_call_id, tool_name, "timestamp",
-                          active, compacted, position)
+    INSERT INTO messages (id, tenant_id, session_id, conversation_id, role, content, tool_calls, tool_call_id,
+                          tool_name, "timestamp", active, compacted, position)
     OVERRIDING SYSTEM VALUE
-    SELECT r.id, r.tenant_id, r.session_id, r.role, r.content, r.tool_calls, r.tool_call_id, r.tool_name, r."timestamp",
-           r.active, r.compacted, r.position
+    SELECT r.id, r.tenant_id, r.session_id, r.conversation_id, r.role, r.content, r.tool_calls, r.tool_call_id,
+           r.tool_name, r."timestamp", r.active, r.compacted, r.position
       FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS r(
-             id bigint, tenant_id text, session_id text, role text, content text, tool_calls jsonb, tool_call_id text,
-             tool_name text, "timestamp" timestamptz, active boolean, compacted boolean, position integer)`.execute(db);
+             id bigint, tenant_id text, session_id text, conversation_id text, role text, content text,
+             tool_calls jsonb, tool_call_id text, tool_name text, "timestamp" timestamptz, active boolean,
+             compacted boolean, position integer)`.execute(db);
 }
 
 async function loadFresh(db: Kysely<Database>, baseline: SqliteBaseline) {

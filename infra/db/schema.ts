@@ -165,8 +165,6 @@ export interface Database {
   sessions: SessionsTable;
   conversations: ConversationsTable;
   messages: MessagesTable;
-  /** View: the messages of the tenant in app.tenant_id, index-friendly (migrations/0001). Read-only. */
-  tenant_messages: MessagesTable;
   compactions: CompactionsTable;
   events: EventsTable;
 }

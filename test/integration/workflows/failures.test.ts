@@ -119,9 +119,7 @@ describe('replay of failed compactions', () => {
     expect(replay).toBeInstanceOf(Error);
     let root = replay as Error;
     while (root.cause instanceof Error) root = root.cause;
-    expect(root.message).toContain(
-      "ended 'aborted': nothing was committed, so there is no summary to replace",
-    );
+    expect(root.message).toContain("ended 'aborted': nothing was committed, so there is no summary to replace");
     expect(calls).toBe(before);
     // The refusal is non-retryable: the replay workflow's first activity failed once, not eight times.
     const handle = stack.temporal.client.workflow.list({ query: `WorkflowId STARTS_WITH 'replay:${t}:'` });
