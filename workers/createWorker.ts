@@ -8,6 +8,13 @@ import { CONVERSATIONS_TASK_QUEUE } from '../workflows/ids.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
+/**
+ * After a crash, the workflow tasks of the dead worker's sticky queue move to the shared queue after this long (SDK
+ * default 10 s); it counts once per workflow of the interrupted work in the recovery time (issue #9 §5, measured by
+ * `npm run bench:recovery`). Shorter still would make a busy worker lose its cache more often.
+ */
+export const STICKY_QUEUE_TIMEOUT = '1 second';
+
 export interface CreateWorkerOptions extends ActivityDeps {
   connection: NativeConnection;
   namespace?: string;
@@ -29,8 +36,6 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
       ? timeActivities(createActivities(options), options.metrics.phaseDuration)
       : createActivities(options),
     shutdownGraceTime: options.shutdownGraceTime ?? '5 seconds',
-    // After a crash, tasks of this worker's sticky queue move to the shared queue after this long (default 10 s),
-    // part of the recovery time after a worker is killed (issue #9 §5).
-    stickyQueueScheduleToStartTimeout: '2 seconds',
+    stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
   });
 }

@@ -5,7 +5,7 @@
 import type { ActivityOptions } from '@temporalio/workflow';
 
 /** How long the server waits for a heartbeat before it retries the activity elsewhere. */
-export const HEARTBEAT_TIMEOUT_SECONDS = 4;
+export const HEARTBEAT_TIMEOUT_SECONDS = 3;
 
 export interface CompactionTimeouts {
   /** Per-phase start-to-close for begin, align, prune and reassemble (seconds). */

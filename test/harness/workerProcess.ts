@@ -15,7 +15,7 @@ import { type Activities, createActivities } from '../../activities/index.js';
 import { normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
 import { parseConfigText } from '../../infra/config/loadConfig.js';
 import { createDb } from '../../infra/db/connect.js';
-import { WORKFLOWS_PATH } from '../../workers/createWorker.js';
+import { STICKY_QUEUE_TIMEOUT, WORKFLOWS_PATH } from '../../workers/createWorker.js';
 import { llmDepsFromConfig } from '../../workers/llmDeps.js';
 import { CONVERSATIONS_TASK_QUEUE } from '../../workflows/ids.js';
 import { fixedSummarizer } from './fixedSummarizer.js';
@@ -80,7 +80,7 @@ const worker = await Worker.create({
   ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
   activities,
   shutdownGraceTime: '5 seconds',
-  stickyQueueScheduleToStartTimeout: '2 seconds',
+  stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
 });
 
 const running = worker.run();
