@@ -2,27 +2,12 @@
 // phase reads its inputs by compaction id from PostgreSQL, so no transcript travels through Temporal payloads.
 
 import type { Kysely } from 'kysely';
+import type { StoredPlan, StoredPrune } from '../contracts/compaction.js';
 import type { ChatMessage, CompactionPlan, SummaryFailureClass } from '../engine/index.js';
 import { loadRowsByIds } from '../infra/db/messages.js';
 import type { CompactionRow, Database } from '../infra/db/schema.js';
 
-/** Stored in `compactions.plan` by the align phase. */
-export interface StoredPlan {
-  headEnd: number;
-  cut: number;
-  reinsertIndex: number | null;
-  noop: false | string;
-  /** The active rows the compaction read, in position order: the input of every later phase. */
-  inputRowIds: number[];
-  tokensBefore: number;
-  contextLength: number;
-}
-
-/** Stored in `compactions.prune_result` by the prune phase: only the rows whose content changed. */
-export interface StoredPrune {
-  prunedCount: number;
-  replacements: Array<[index: number, content: string]>;
-}
+export type { StoredPlan, StoredPrune } from '../contracts/compaction.js';
 
 export interface CompactionSnapshot {
   record: CompactionRow;

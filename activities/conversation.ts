@@ -4,6 +4,7 @@
 // Messages never pass through here: the gateway commits them.
 import { ApplicationFailure } from '@temporalio/activity';
 import { type Kysely, sql } from 'kysely';
+import type { ConversationStatus } from '../contracts/conversation.js';
 import { FailureType } from '../contracts/failures.js';
 import {
   type CacheTtl,
@@ -19,7 +20,6 @@ import { createConversation, type LogTotals, recordApplied, totalsOf } from '../
 import type { Database } from '../infra/db/schema.js';
 import { withTenant } from '../infra/db/tenant.js';
 import { claimTenantMarker, getTenantPolicy } from '../infra/db/tenants.js';
-import type { ConversationStatus } from '../workflows/definitions.js';
 
 export interface ConversationActivityDeps {
   db: Kysely<Database>;

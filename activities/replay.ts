@@ -5,6 +5,7 @@
 // replace (the gateway refuses those with 409 before anything runs; this is the same rule, non-retryable).
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
+import { REPLAYABLE_STATUSES } from '../contracts/compaction.js';
 import { FailureType } from '../contracts/failures.js';
 import { toStorableText } from '../contracts/storableText.js';
 import { buildSummaryRequest, interpretSummaryReply, summaryText } from '../engine/index.js';
@@ -13,8 +14,6 @@ import { getCompaction } from '../infra/db/compactions.js';
 import type { Database } from '../infra/db/schema.js';
 import { type CompactionActivityDeps, type CompactionRef, summarizerForSession } from './compaction.js';
 import { applyPrune, loadSnapshot, storedPrune } from './compactionSnapshot.js';
-
-export const REPLAYABLE_STATUSES = ['fallback'] as const;
 
 /** Why a compaction with this status cannot be replayed, or null when it can (SPEC §13.7). */
 export function notReplayableReason(record: { id: string; status: string; conversation_id: string }): string | null {

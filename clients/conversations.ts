@@ -5,6 +5,16 @@
 // unavailable.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type {
+  ChatTurnRequest,
+  CompactionResult,
+  CompactRequest,
+  ConversationStatus,
+  IncomingMessage,
+  SubmitMessages,
+  SwitchModelRequest,
+  TurnResult,
+} from '../contracts/conversation.js';
 import type { StoredBatch } from '../contracts/conversationLog.js';
 import { type ChatMessage, isRealUserMessage, resolveUsableContextLength } from '../engine/index.js';
 import { type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
@@ -16,16 +26,6 @@ import { getTurn } from '../infra/db/turns.js';
 import { type ConversationClient, TemporalUnavailableError } from '../infra/temporal/conversationClient.js';
 import type { ConversationInput } from '../workflows/conversation.js';
 import { startingStatus } from '../workflows/conversationState.js';
-import type {
-  ChatTurnRequest,
-  CompactionResult,
-  CompactRequest,
-  ConversationStatus,
-  IncomingMessage,
-  SubmitMessages,
-  SwitchModelRequest,
-  TurnResult,
-} from '../workflows/definitions.js';
 import { newSessionId } from '../workflows/ids.js';
 import type { ReplayResult } from '../workflows/replay.js';
 import { validateSubmit } from '../workflows/validation.js';

@@ -2,8 +2,8 @@
 // as GatewayError carrying the gateway's message, and `importTranscript`, which replays a JSONL transcript.
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
+import type { CompactionResult, ConversationStatus, IncomingMessage } from '../contracts/conversation.js';
 import type { ChatMessage, CompressionStats, Usage } from '../engine/index.js';
-import type { CompactionResult, ConversationStatus, IncomingMessage } from '../workflows/definitions.js';
 import type { ReplayResult } from '../workflows/replay.js';
 import {
   type BatchOptions,

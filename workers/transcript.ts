@@ -2,8 +2,8 @@
 // keys (`<file-hash>:<line>`, so a re-import is a no-op) and the split into the batches posted to the gateway.
 import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
+import type { IncomingMessage } from '../contracts/conversation.js';
 import type { ChatMessage, Usage } from '../engine/index.js';
-import type { IncomingMessage } from '../workflows/definitions.js';
 import { MAX_BATCH_MESSAGES, validateSubmit } from '../workflows/validation.js';
 
 /** One message of a transcript file, with its 1-based line number and the usage reported with it. */

@@ -3,20 +3,10 @@
 // within HEARTBEAT_TIMEOUT instead of its start-to-close timeout; start-to-close stays a generous upper bound.
 // Errors no retry can fix are non-retryable ApplicationFailures raised by the activities themselves.
 import type { ActivityOptions } from '@temporalio/workflow';
+import type { CompactionTimeouts } from '../contracts/compaction.js';
 
 /** How long the server waits for a heartbeat before it retries the activity elsewhere. */
 export const HEARTBEAT_TIMEOUT_SECONDS = 3;
-
-export interface CompactionTimeouts {
-  /** Per-phase start-to-close for begin, align, prune and reassemble (seconds). */
-  phaseSeconds: number;
-  /** SPEC §9.2: one summarizer attempt (auxiliary.compression.timeout or summary_timeout_seconds). */
-  summaryAttemptSeconds: number;
-  /** SPEC §9.2: all summarizer attempts together (compaction_ceiling_seconds). */
-  summaryCeilingSeconds: number;
-  /** Heartbeat timeout of every compaction activity (seconds). */
-  summaryHeartbeatSeconds: number;
-}
 
 export const DEFAULT_COMPACTION_TIMEOUTS: CompactionTimeouts = {
   phaseSeconds: 60,

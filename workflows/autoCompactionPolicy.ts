@@ -1,8 +1,9 @@
 // The host's brakes on automatic compaction (SPEC §19, issue #9 §10 "runaway compaction"), on top of the engine's
 // anti-thrash guard (SPEC §7.4, which measures effectiveness only): a frequency breaker per conversation and per
 // tenant, and a fixed-point detector. Pure and deterministic; the workflow passes the clock and the tenant count.
+
+import type { AutoPause } from '../contracts/conversation.js';
 import type { HostPolicy } from '../engine/index.js';
-import type { AutoPause } from './definitions.js';
 
 export const HOUR_MS = 3_600_000;
 

@@ -9,60 +9,16 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { CompactionActivities } from '../activities/compaction.js';
+import type { CompactionInput, CompactionOutcome, CompactionTimeouts } from '../contracts/compaction.js';
 import { FailureType } from '../contracts/failures.js';
-import type { CompressionStats, SummaryFailureClass } from '../engine/index.js';
-import { type CompactionTimeouts, phaseActivityOptions, summaryActivityOptions } from './activityOptions.js';
-import type { CompactionStatus, CompactionTrigger } from './definitions.js';
+import type { SummaryFailureClass } from '../engine/index.js';
+import { phaseActivityOptions, summaryActivityOptions } from './activityOptions.js';
 import {
   CompactionStatus as CompactionStatusKey,
   CompactionTrigger as CompactionTriggerKey,
 } from './searchAttributes.js';
 
-export { type CompactionTimeouts, DEFAULT_COMPACTION_TIMEOUTS } from './activityOptions.js';
-
-export interface CompactionInput {
-  tenantId: string;
-  conversationId: string;
-  sessionId: string;
-  compactionId: string;
-  seq: number;
-  trigger: CompactionTrigger;
-  inPlace: boolean;
-  newSessionId: string | null;
-  focusTopic: string | null;
-  previousSummary: string | null;
-  /** False while the summary cooldown is active and the compaction is not forced (SPEC §9.3: class cooldown). */
-  summaryAllowed: boolean;
-  abortOnSummaryFailure: boolean;
-  /**
-   * Estimated tokens the reassembled transcript must save to be committed (SPEC §19 min_gain_tokens; at least 1 for
-   * hygiene, SPEC §11.3 step 3); null: none (manual). A compaction saving less is recorded as `rejected`.
-   */
-  requiredGain: number | null;
-  /** Hygiene (SPEC §11.3): compact the history before this row (the incoming message); null: the whole transcript. */
-  beforeRowId: number | null;
-  platform: string;
-  limits: { protectFirstN: number; protectLastN: number; minTailUserMessages: number; tailTokenBudget: number };
-  contextLength: number;
-  timeouts: CompactionTimeouts;
-}
-
-export interface CompactionOutcome {
-  compactionId: string;
-  status: CompactionStatus;
-  noopReason: string | null;
-  sessionId: string;
-  summaryBody: string | null;
-  fallbackUsed: boolean;
-  summarizerCalled: boolean;
-  failureClass: SummaryFailureClass | null;
-  stats: CompressionStats | null;
-  /** The conversation's totals right after the commit (null when nothing was committed). */
-  totals: { version: number; activeMessages: number; activeTokens: number } | null;
-  /** Similarity of the new summary body to the previous one (SPEC §19 fixed point), null without a previous one. */
-  similarity: number | null;
-  error: string | null;
-}
+export { DEFAULT_COMPACTION_TIMEOUTS } from './activityOptions.js';
 
 function phases(t: CompactionTimeouts) {
   const phase = proxyActivities<CompactionActivities>(phaseActivityOptions(t));

@@ -13,9 +13,19 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ConversationActivities } from '../activities/conversation.js';
+import type { CompactionTimeouts } from '../contracts/compaction.js';
+import type {
+  ChatTurnRequest,
+  CompactionResult,
+  CompactRequest,
+  ConversationStatus,
+  SwitchModelRequest,
+  TurnResult,
+} from '../contracts/conversation.js';
+import type { StoredBatch } from '../contracts/conversationLog.js';
 import { DEFAULT_HOST_POLICY, normalizeCompressorState, normalizeHostPolicy } from '../engine/index.js';
 import { storeActivityOptions } from './activityOptions.js';
-import { type CompactionTimeouts, DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
+import { DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
 import { ConversationEntity } from './conversationEntity.js';
 import { resolveWindow } from './conversationRules.js';
 import {
@@ -27,18 +37,11 @@ import {
 } from './conversationState.js';
 import {
   batchStoredSignal,
-  type ChatTurnRequest,
-  type CompactionResult,
-  type CompactRequest,
-  type ConversationStatus,
   chatTurnUpdate,
   compactUpdate,
-  type StoredBatch,
-  type SwitchModelRequest,
   statusQuery,
   summaryReplacedSignal,
   switchModelUpdate,
-  type TurnResult,
 } from './definitions.js';
 import { newSessionId } from './ids.js';
 import { validateStoredBatch } from './validation.js';

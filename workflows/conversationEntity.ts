@@ -12,6 +12,15 @@ import {
 } from '@temporalio/workflow';
 import type { ConversationActivities } from '../activities/conversation.js';
 import type { RespondActivities } from '../activities/respond.js';
+import type { CompactionInput, CompactionTimeouts, CompactionTrigger } from '../contracts/compaction.js';
+import type {
+  ChatTurnRequest,
+  CompactionResult,
+  ConversationStatus,
+  SwitchModelRequest,
+  TurnResult,
+} from '../contracts/conversation.js';
+import type { StoredBatch } from '../contracts/conversationLog.js';
 import {
   ContextCompressor,
   gatewayHygieneDecision,
@@ -31,7 +40,7 @@ import {
   reachedFixedPoint,
   tenantBreaker,
 } from './autoCompactionPolicy.js';
-import { type CompactionInput, type CompactionTimeouts, compactionWorkflow } from './compaction.js';
+import { compactionWorkflow } from './compaction.js';
 import { accountCacheUsage, applyOutcome, failedOutcome, noticeFor, resolveWindow } from './conversationRules.js';
 import {
   absorbTotals,
@@ -41,15 +50,6 @@ import {
   detailsText,
   markApplied,
 } from './conversationState.js';
-import type {
-  ChatTurnRequest,
-  CompactionResult,
-  CompactionTrigger,
-  ConversationStatus,
-  StoredBatch,
-  SwitchModelRequest,
-  TurnResult,
-} from './definitions.js';
 import { compactionWorkflowId, newSessionId } from './ids.js';
 import { CompactionCount, ContextTokens, ConversationId, Model, SessionId, TenantId } from './searchAttributes.js';
 

@@ -1,6 +1,8 @@
 // Pure rules of the conversation workflow: model window resolution, the user notice of a compaction outcome, how an
 // outcome changes the state, and the cache accounting of chat turns. Deterministic; unit-tested without a server.
 import { ApplicationFailure } from '@temporalio/workflow';
+import type { CompactionOutcome } from '../contracts/compaction.js';
+import type { CacheTelemetry, TurnUsage } from '../contracts/conversation.js';
 import { FailureType } from '../contracts/failures.js';
 import {
   type ContextCompressor,
@@ -10,9 +12,7 @@ import {
   NOTICE_NOOP_SHORT,
   resolveUsableContextLength,
 } from '../engine/index.js';
-import type { CompactionOutcome } from './compaction.js';
 import { absorbTotals, type CarriedState } from './conversationState.js';
-import type { CacheTelemetry, TurnUsage } from './definitions.js';
 
 /** A turn whose cache reads cover at least this share of its prompt counts as "cache recovered" after a compaction. */
 export const CACHE_RECOVERED_SHARE = 0.5;

@@ -3,7 +3,8 @@
 // live transcript and the conversation's engine takes it as previousSummary; otherwise it is only recorded.
 import { ActivityFailure, getExternalWorkflowHandle, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { ReplayActivities } from '../activities/replay.js';
-import { type CompactionTimeouts, DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
+import type { CompactionTimeouts } from '../contracts/compaction.js';
+import { DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
 import { summaryReplacedSignal } from './definitions.js';
 import { conversationWorkflowId } from './ids.js';
 

@@ -1,8 +1,9 @@
 // Validation of incoming message batches (pure; used by the client before it stores anything) and of the workflow's
 // notifications. Returns a message naming the offending field, or null. Message content itself may hold any text
 // (the store keeps it losslessly); keys and numbers must fit what the store holds (issue #9 §1).
+
+import type { SubmitMessages } from '../contracts/conversation.js';
 import { isStorableText } from '../contracts/storableText.js';
-import type { SubmitMessages } from './definitions.js';
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;

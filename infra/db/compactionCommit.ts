@@ -7,10 +7,11 @@
 // output, in order (positions renumbered; after a rotation they move to the new session). The conversation's totals
 // and version are updated under its lock (conversation → session → compaction, as every writer).
 import { type Kysely, sql } from 'kysely';
+import type { CommitNote } from '../../contracts/compaction.js';
 import { SUMMARY_PREFIX } from '../../engine/constants.js';
 import type { ChatMessage } from '../../engine/types.js';
 import { matchCarriedRows } from './carryMatch.js';
-import { type CommitNote, commitNoteOf, isCommitted, lockCompaction } from './compactions.js';
+import { commitNoteOf, isCommitted, lockCompaction } from './compactions.js';
 import { type LogTotals, lockConversation, setTotals, totalsOf } from './conversations.js';
 import { canonicalJson, messageToFields, wireKey } from './messageRows.js';
 import {

@@ -1,6 +1,7 @@
 // Compaction records (SPEC §13.1): one row per compaction, keyed by the id generated in workflow code. Every phase
 // writes its result here, so each phase is idempotent and a failed compaction can be replayed from its record.
 import { type Kysely, sql } from 'kysely';
+import { COMMITTED_STATUSES, type CommitNote } from '../../contracts/compaction.js';
 import type { CompactionRow, CompactionsTable, Database } from './schema.js';
 import { CompactionNotFoundError } from './storeErrors.js';
 import { withTenant } from './tenant.js';
@@ -8,8 +9,7 @@ import { withTenantWrite } from './writeRetry.js';
 
 export type CompactionTrigger = CompactionsTable['trigger'];
 
-/** Statuses of a committed compaction (the transcript holds its result). */
-export const COMMITTED_STATUSES = ['committed', 'fallback'] as const;
+export { COMMITTED_STATUSES };
 
 export function isCommitted(record: Pick<CompactionRow, 'status'>): boolean {
   return (COMMITTED_STATUSES as readonly string[]).includes(record.status);
@@ -91,17 +91,6 @@ export async function lockCompaction(
     throw new CompactionNotFoundError(id, `belongs to session ${row.session_id}, not ${sessionId}`);
   }
   return normalizeCompactionRow(row);
-}
-
-/** What a commit adds to `compactions.stats` (key `commit`), so a repeated commit can return the same outcome. */
-export interface CommitNote {
-  /** The row that holds the summary now (a replay moves it to the new row). */
-  summaryRowId: number | null;
-  insertedRowIds: number[];
-  /** The session's compression_count right after the commit (the event's value). */
-  compressionCount: number;
-  /** Rows appended after the compaction read the transcript, kept after the output. */
-  keptSinceRowIds?: number[];
 }
 
 export function commitNoteOf(record: Pick<CompactionRow, 'stats'>): CommitNote | undefined {

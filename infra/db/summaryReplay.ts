@@ -1,6 +1,7 @@
 // Replacing a fallback summary by a regenerated one (SPEC §13.7). The summary is produced by the caller (same
 // previous summary, same focus topic, §8.5); this only swaps it into the transcript, in one retried transaction.
 import { type Kysely, sql } from 'kysely';
+import type { ReplayNotAppliedReason, ReplayNote } from '../../contracts/compaction.js';
 import { SUMMARY_PREFIX } from '../../engine/constants.js';
 import type { ChatMessage, ContentPart } from '../../engine/types.js';
 import { COMMITTED_STATUSES, commitNoteOf, isCommitted, lockCompaction, selectCompaction } from './compactions.js';
@@ -19,24 +20,12 @@ export interface ReplayedSummary {
   newSummaryBody: string;
 }
 
-export type ReplayNotAppliedReason = 'not_latest' | 'summary_row_inactive';
-
 export interface ReplayOutcome {
   applied: boolean;
   reason?: ReplayNotAppliedReason;
   /** The session whose transcript holds (or held) the summary. */
   sessionId: string;
   /** When applied: the new row that holds the summary. */
-  summaryRowId?: number;
-}
-
-/** Stored in `compactions.stats.replay`: what the replay did (also when it could not touch the transcript). */
-interface ReplayNote {
-  applied: boolean;
-  reason?: ReplayNotAppliedReason;
-  summary: string;
-  summaryBody: string;
-  previousSummaryRowId?: number;
   summaryRowId?: number;
 }
 

@@ -1,12 +1,9 @@
 // Shapes shared by the provider adapters (DESIGN.md §5). Messages are the engine's OpenAI-shaped `ChatMessage`
 // (SPEC §1.2); tools use the OpenAI function-tool shape and are converted for Anthropic.
+import type { ChatTool, TurnUsage } from '../../contracts/conversation.js';
 import type { ChatMessage } from '../../engine/types.js';
 
-/** An OpenAI chat-completions function tool. */
-export interface ChatTool {
-  type: 'function';
-  function: { name: string; description?: string; parameters?: Record<string, unknown> };
-}
+export type { ChatTool };
 
 /**
  * Why the model stopped, in OpenAI's vocabulary: Anthropic's `end_turn`/`stop_sequence` → `stop`, `max_tokens` and
@@ -15,15 +12,8 @@ export interface ChatTool {
  */
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'refusal' | (string & {});
 
-/** Token usage of one call. `prompt_tokens` is the whole input: uncached + cache reads + cache writes. */
-export interface ChatUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  uncached_input_tokens: number;
-}
+/** Token usage of one call (contracts/conversation.ts TurnUsage). */
+export type ChatUsage = TurnUsage;
 
 export interface ChatResult {
   /** The assistant reply: `content` (string, `null` when the reply is only tool calls) and `tool_calls`. */

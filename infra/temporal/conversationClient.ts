@@ -10,20 +10,22 @@ import {
   type WorkflowUpdateHandle,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
+import type {
+  ChatTurnRequest,
+  CompactionResult,
+  CompactRequest,
+  ConversationStatus,
+  SwitchModelRequest,
+  TurnResult,
+} from '../../contracts/conversation.js';
+import type { StoredBatch } from '../../contracts/conversationLog.js';
 import type { ConversationInput, conversationWorkflow } from '../../workflows/conversation.js';
 import {
   batchStoredSignal,
-  type ChatTurnRequest,
-  type CompactionResult,
-  type CompactRequest,
-  type ConversationStatus,
   chatTurnUpdate,
   compactUpdate,
-  type StoredBatch,
-  type SwitchModelRequest,
   statusQuery,
   switchModelUpdate,
-  type TurnResult,
 } from '../../workflows/definitions.js';
 import { CONVERSATIONS_TASK_QUEUE, conversationWorkflowId, replayWorkflowId } from '../../workflows/ids.js';
 import type { ReplayResult, replayCompactionWorkflow } from '../../workflows/replay.js';

@@ -3,11 +3,11 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import { expect } from 'vitest';
+import type { IncomingMessage, SubmitMessages } from '../../../contracts/conversation.js';
 import { type ChatMessage, messageText, SUMMARY_PREFIX, SYSTEM_NOTE } from '../../../engine/index.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
-import type { IncomingMessage, SubmitMessages } from '../../../workflows/definitions.js';
 
 export function keyed(messages: ChatMessage[], prefix: string = randomUUID()): IncomingMessage[] {
   return messages.map((message, i) => ({ message, idempotencyKey: `${prefix}:${i}` }));

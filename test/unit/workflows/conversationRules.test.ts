@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { CacheTelemetry, TurnUsage } from '../../../contracts/conversation.js';
 import { accountCacheUsage, failedOutcome, noticeFor, resolveWindow } from '../../../workflows/conversationRules.js';
 import { EMPTY_CACHE_TELEMETRY } from '../../../workflows/conversationState.js';
-import type { CacheTelemetry, TurnUsage } from '../../../workflows/definitions.js';
 
 function usage(prompt: number, read: number, write: number): TurnUsage {
   return {

@@ -3,13 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { notReplayableReason } from '../../../activities/replay.js';
 import type { Conversations } from '../../../clients/conversations.js';
+import { COMPACTION_STATUSES } from '../../../contracts/compaction.js';
 import { getCompaction, listCompactions } from '../../../infra/db/compactions.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { tenantAuth } from '../auth.js';
 import { HttpError, notFound } from '../errors.js';
 import { offsetSchema } from '../schemas.js';
 
-const STATUSES = ['pending', 'running', 'committed', 'fallback', 'noop', 'aborted', 'rejected', 'failed'] as const;
+const STATUSES = COMPACTION_STATUSES;
 
 export function compactionRoutes(deps: { db: Kysely<Database>; conversations: Conversations }) {
   return async (app: FastifyInstance) => {

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Conversations } from '../../../clients/conversations.js';
+import type { ChatTurnRequest, IncomingMessage, SubmitMessages } from '../../../contracts/conversation.js';
 import {
   applyAnthropicCacheControl,
   type CacheTtl,
@@ -14,7 +15,6 @@ import {
 } from '../../../engine/index.js';
 import { listMessages, loadTranscript } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
-import type { ChatTurnRequest, IncomingMessage, SubmitMessages } from '../../../workflows/definitions.js';
 import { tenantAuth } from '../auth.js';
 import { HttpError } from '../errors.js';
 import {

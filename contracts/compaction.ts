@@ -1,0 +1,143 @@
+// The compaction protocol (DESIGN.md §3): its triggers and statuses, the child workflow's input and outcome, and the
+// JSON shapes stored in the `compactions` row by the phase activities and the commit. Pure, defined once.
+import type { CompressionStats, SummaryFailureClass } from '../engine/index.js';
+
+/** SPEC §13.1 / §16.4 compaction triggers. */
+export const COMPACTION_TRIGGERS = ['preflight', 'post_response', 'manual', 'hygiene', 'codex_app_server'] as const;
+export type StoredCompactionTrigger = (typeof COMPACTION_TRIGGERS)[number];
+/** The triggers this host starts (codex_app_server is recorded for app-server sessions, SPEC §15.2). */
+export type CompactionTrigger = Exclude<StoredCompactionTrigger, 'codex_app_server'>;
+
+/** How a compaction ended (`pending`/`running` while it runs; `rejected`: saved too little, SPEC §11.3 / §19). */
+export const COMPACTION_STATUSES = [
+  'pending',
+  'running',
+  'committed',
+  'fallback',
+  'noop',
+  'aborted',
+  'rejected',
+  'failed',
+] as const;
+export type StoredCompactionStatus = (typeof COMPACTION_STATUSES)[number];
+export type CompactionStatus = Exclude<StoredCompactionStatus, 'pending' | 'running'>;
+/** Statuses of a committed compaction (the transcript holds its result). */
+export const COMMITTED_STATUSES = ['committed', 'fallback'] as const satisfies readonly CompactionStatus[];
+/** Only a compaction that used the fallback summary can be replayed (SPEC §13.7). */
+export const REPLAYABLE_STATUSES = ['fallback'] as const satisfies readonly CompactionStatus[];
+
+export interface CompactionTimeouts {
+  /** Per-phase start-to-close for begin, align, prune and reassemble (seconds). */
+  phaseSeconds: number;
+  /** SPEC §9.2: one summarizer attempt (auxiliary.compression.timeout or summary_timeout_seconds). */
+  summaryAttemptSeconds: number;
+  /** SPEC §9.2: all summarizer attempts together (compaction_ceiling_seconds). */
+  summaryCeilingSeconds: number;
+  /** Heartbeat timeout of every compaction activity (seconds). */
+  summaryHeartbeatSeconds: number;
+}
+
+/** The compaction child workflow's input: ids, the limits of the boundaries and what the engine decided. */
+export interface CompactionInput {
+  tenantId: string;
+  conversationId: string;
+  sessionId: string;
+  compactionId: string;
+  seq: number;
+  trigger: CompactionTrigger;
+  inPlace: boolean;
+  newSessionId: string | null;
+  focusTopic: string | null;
+  previousSummary: string | null;
+  /** False while the summary cooldown is active and the compaction is not forced (SPEC §9.3: class cooldown). */
+  summaryAllowed: boolean;
+  abortOnSummaryFailure: boolean;
+  /**
+   * Estimated tokens the reassembled transcript must save to be committed (SPEC §19 min_gain_tokens; at least 1 for
+   * hygiene, SPEC §11.3 step 3); null: none (manual). A compaction saving less is recorded as `rejected`.
+   */
+  requiredGain: number | null;
+  /** Hygiene (SPEC §11.3): compact the history before this row (the incoming message); null: the whole transcript. */
+  beforeRowId: number | null;
+  platform: string;
+  limits: { protectFirstN: number; protectLastN: number; minTailUserMessages: number; tailTokenBudget: number };
+  contextLength: number;
+  timeouts: CompactionTimeouts;
+}
+
+/** The conversation's live totals at a version (after a commit). */
+export interface CommittedTotals {
+  version: number;
+  activeMessages: number;
+  activeTokens: number;
+}
+
+/** What the compaction child workflow reports to the conversation. */
+export interface CompactionOutcome {
+  compactionId: string;
+  status: CompactionStatus;
+  noopReason: string | null;
+  sessionId: string;
+  summaryBody: string | null;
+  fallbackUsed: boolean;
+  summarizerCalled: boolean;
+  failureClass: SummaryFailureClass | null;
+  stats: CompressionStats | null;
+  /** The conversation's totals right after the commit (null when nothing was committed). */
+  totals: CommittedTotals | null;
+  /** Similarity of the new summary body to the previous one (SPEC §19 fixed point), null without a previous one. */
+  similarity: number | null;
+  error: string | null;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Stored in the `compactions` row.
+
+/** `compactions.plan`, stored by the align phase. */
+export interface StoredPlan {
+  headEnd: number;
+  cut: number;
+  reinsertIndex: number | null;
+  noop: false | string;
+  /** The active rows the compaction read, in position order: the input of every later phase. */
+  inputRowIds: number[];
+  tokensBefore: number;
+  contextLength: number;
+}
+
+/** `compactions.prune_result`, stored by the prune phase: only the rows whose content changed. */
+export interface StoredPrune {
+  prunedCount: number;
+  replacements: Array<[index: number, content: string]>;
+}
+
+/** What a commit adds to `compactions.stats` (key `commit`), so a repeated commit returns the same outcome. */
+export interface CommitNote {
+  /** The row that holds the summary now (a replay moves it to the new row). */
+  summaryRowId: number | null;
+  insertedRowIds: number[];
+  /** The session's compression_count right after the commit (the event's value). */
+  compressionCount: number;
+  /** Rows appended after the compaction read the transcript, kept after the output. */
+  keptSinceRowIds?: number[];
+}
+
+export type ReplayNotAppliedReason = 'not_latest' | 'summary_row_inactive';
+
+/** What a replay adds to `compactions.stats` (key `replay`), also when it could not touch the transcript. */
+export interface ReplayNote {
+  applied: boolean;
+  reason?: ReplayNotAppliedReason;
+  summary: string;
+  summaryBody: string;
+  previousSummaryRowId?: number;
+  summaryRowId?: number;
+}
+
+/** `compactions.stats`: the CompressionStats of SPEC §8.8 and the store's bookkeeping. */
+export type StoredStats = CompressionStats & {
+  /** Active rows of the output (reported again by a retried commit). */
+  activeMessages?: number;
+  commit?: CommitNote;
+  replay?: ReplayNote;
+};

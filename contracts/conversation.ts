@@ -1,0 +1,134 @@
+// The conversation's vocabulary (DESIGN.md §2 contracts/): what clients send (batches, chat turns, manual compaction,
+// model switches) and what they get back (the compaction report, turn results, the status). Pure types, safe in the
+// workflow bundle; the workflow's signals and updates carrying them are in workflows/definitions.ts.
+import type { ChatMessage, CompressionStats, Usage } from '../engine/index.js';
+import type { CompactionStatus, CompactionTrigger } from './compaction.js';
+import type { StoredBatch } from './conversationLog.js';
+
+/** One incoming message with the client's idempotency key (unique per conversation; a repeat is a no-op). */
+export interface IncomingMessage {
+  message: ChatMessage;
+  idempotencyKey: string;
+}
+
+/** A batch of messages, in order. `usage` is the provider's usage of the response that produced the assistant
+ * message(s) of the batch (chat backend runs elsewhere: the client reports what the model said and cost). */
+export interface SubmitMessages {
+  messages: IncomingMessage[];
+  usage?: Usage;
+}
+
+/** What one compaction did, as the conversation workflow and the manual-compress update report it. */
+export interface CompactionResult {
+  compactionId: string;
+  trigger: CompactionTrigger;
+  status: CompactionStatus;
+  /** SPEC §16.5 notice for the user (no-op texts, abort, fallback), when there is one. */
+  notice: string | null;
+  noopReason: string | null;
+  sessionId: string;
+  stats: CompressionStats | null;
+  error: string | null;
+}
+
+export interface CompactRequest {
+  focusTopic?: string;
+}
+
+export interface SwitchModelRequest {
+  model: string;
+  provider?: string;
+  /** Explicit window (like `model.context_length`); otherwise resolved from the registry (SPEC §4.1). */
+  contextLength?: number;
+}
+
+/** Chat backend mode: the system runs the agent turn. The client's messages (the user message, or the results of
+ * the tool calls the last reply asked for) are already stored; the reply is stored, then referenced by id. */
+export interface ChatTurnRequest {
+  /** Derived from the conversation and the batch's idempotency keys: a retried request is the same turn. */
+  turnId: string;
+  /** The stored batch of the request (`seq: null` when every message of it was stored before). */
+  batch: StoredBatch;
+  /** OpenAI-shaped function tools offered to the model. */
+  tools?: ChatTool[];
+}
+
+/** Token usage of one model call. `prompt_tokens` is the whole input: uncached + cache reads + cache writes. */
+export interface TurnUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  uncached_input_tokens: number;
+}
+
+/** An OpenAI chat-completions function tool (converted for Anthropic by the provider adapter). */
+export interface ChatTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
+export interface TurnResult {
+  turnId: string;
+  /** The stored reply (the message itself is read from PostgreSQL, never carried in workflow history). */
+  replyMessageId: number;
+  finishReason: string | null;
+  usage: TurnUsage;
+  /** Set when the reply's usage triggered a compaction before the next call (SPEC §7.6). */
+  compaction: CompactionResult | null;
+  status: ConversationStatus;
+}
+
+/** Cache economics (issue: LLM providers §4): totals over the turns the system ran, and per compaction. */
+export interface CacheTelemetry {
+  turns: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  uncachedInputTokens: number;
+  lastTurn: TurnUsage | null;
+  /** The compaction whose cache recovery is being measured, with what was seen so far. */
+  watching: { compactionId: string; turnsSince: number; rewriteTokens: number | null } | null;
+  /** The last measured compaction: tokens re-written by the first request after it, turns until reads recovered. */
+  lastRecovery: { compactionId: string; rewriteTokens: number; recoveryTurns: number } | null;
+}
+
+export interface ConversationStatus {
+  tenantId: string;
+  conversationId: string;
+  sessionId: string;
+  model: string;
+  provider: string | null;
+  contextLength: number;
+  thresholdPercent: number;
+  thresholdTokens: number;
+  lastPromptTokens: number;
+  /** Tokens the next request is estimated to carry (last reading + estimate of what came after it). */
+  contextTokens: number;
+  usagePercent: number;
+  compressionCount: number;
+  activeMessages: number;
+  ineffectiveStrikes: number;
+  fallbackStreak: number;
+  blockedBy: 'cooldown' | 'structural_backoff' | 'ineffective' | null;
+  /** Why automatic in-loop compaction is paused by the host (SPEC §19 breakers), or null. */
+  autoPaused: AutoPause | null;
+  /** Automatic compactions committed in the last hour (the frequency breaker's count). */
+  autoCompactionsLastHour: number;
+  trippedUntil: string | null;
+  summaryCooldownUntil: string | null;
+  structuralBackoffUntil: string | null;
+  hygieneCooldownUntil: string | null;
+  policyVersion: number;
+  pendingItems: number;
+  processedBatches: number;
+  /** Every decision due for the batches up to this one has been taken. */
+  appliedSeq: number;
+  lastCompaction: CompactionResult | null;
+  /** SPEC §12.1: whether prompt caching is on for the current model and provider, and why. */
+  promptCaching: { enabled: boolean; reason: string; line: string };
+  cache: CacheTelemetry;
+  notices: string[];
+}
+
+export type AutoPause = 'frequency' | 'tenant_frequency' | 'fixed_point';
