@@ -21,12 +21,12 @@ import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
 import { ConversationClient } from '../infra/temporal/conversationClient.js';
 import { startDevServer } from '../infra/temporal/devServer.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
-import { createWorker } from './createWorker.js';
 import { runDemo } from './demo.js';
 import { buildGateway } from './gateway/app.js';
 import { defaultModelFrom } from './gateway/defaults.js';
-import { llmDepsFromConfig } from './llmDeps.js';
-import { closeHttp, handleShutdown, type ShutdownStep } from './shutdown.js';
+import { createWorker } from './runtime/createWorker.js';
+import { llmDepsFromConfig } from './runtime/llmDeps.js';
+import { closeHttp, handleShutdown, type ShutdownStep } from './runtime/shutdown.js';
 
 const args = new Set(process.argv.slice(2));
 const root = fileURLToPath(new URL('..', import.meta.url));

@@ -13,7 +13,7 @@ import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { ConversationClient } from '../infra/temporal/conversationClient.js';
 import { buildGateway } from './gateway/app.js';
 import { defaultModelFrom } from './gateway/defaults.js';
-import { closeHttp, handleShutdown } from './shutdown.js';
+import { closeHttp, handleShutdown } from './runtime/shutdown.js';
 
 const config = loadConfig();
 const providers = parseProvidersConfig(config.raw);

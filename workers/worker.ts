@@ -8,8 +8,8 @@ import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
-import { createWorker } from './createWorker.js';
-import { llmDepsFromConfig } from './llmDeps.js';
+import { createWorker } from './runtime/createWorker.js';
+import { llmDepsFromConfig } from './runtime/llmDeps.js';
 
 const config = loadConfig();
 const db = createDb({ connectionString: await resolveDatabaseUrl() });

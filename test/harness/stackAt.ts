@@ -18,7 +18,7 @@ import type { Database } from '../../infra/db/schema.js';
 import { chatProviderProblem } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
 import { ConversationClient } from '../../infra/temporal/conversationClient.js';
-import { createWorker, WORKFLOWS_PATH } from '../../workers/createWorker.js';
+import { createWorker, WORKFLOWS_PATH } from '../../workers/runtime/createWorker.js';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 

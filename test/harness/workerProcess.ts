@@ -15,8 +15,8 @@ import { type Activities, createActivities } from '../../activities/index.js';
 import { normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
 import { parseConfigText } from '../../infra/config/loadConfig.js';
 import { createDb } from '../../infra/db/connect.js';
-import { STICKY_QUEUE_TIMEOUT, WORKFLOWS_PATH } from '../../workers/createWorker.js';
-import { llmDepsFromConfig } from '../../workers/llmDeps.js';
+import { STICKY_QUEUE_TIMEOUT, WORKFLOWS_PATH } from '../../workers/runtime/createWorker.js';
+import { llmDepsFromConfig } from '../../workers/runtime/llmDeps.js';
 import { CONVERSATIONS_TASK_QUEUE } from '../../workflows/ids.js';
 import { fixedSummarizer } from './fixedSummarizer.js';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { withTenant } from '../../../infra/db/tenant.js';
-import { llmDepsFromConfig } from '../../../workers/llmDeps.js';
+import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
 import { reply } from '../../fakes/script.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';

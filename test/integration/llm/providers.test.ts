@@ -8,7 +8,7 @@ import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { getTenantMarker } from '../../../infra/db/tenants.js';
-import { llmDepsFromConfig } from '../../../workers/llmDeps.js';
+import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { type AnthropicFake, startAnthropicFake } from '../../fakes/anthropicFake.js';
 import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
 import {

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, type ReplayResult, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { WORKFLOWS_PATH } from '../../../workers/createWorker.js';
+import { WORKFLOWS_PATH } from '../../../workers/runtime/createWorker.js';
 
 const HISTORIES_DIR = fileURLToPath(new URL('../../fixtures/histories/', import.meta.url));
 const REORDERED_PATH = fileURLToPath(new URL('../../fixtures/workflows/reorderedCompaction.ts', import.meta.url));

@@ -2,11 +2,11 @@
 // activities/ with their injected dependencies. Used by workers/worker.ts, the dev runner and the tests.
 import { fileURLToPath } from 'node:url';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import { type ActivityDeps, createActivities } from '../activities/index.js';
-import { type Metrics, timeActivities } from '../infra/metrics/registry.js';
-import { CONVERSATIONS_TASK_QUEUE } from '../workflows/ids.js';
+import { type ActivityDeps, createActivities } from '../../activities/index.js';
+import { type Metrics, timeActivities } from '../../infra/metrics/registry.js';
+import { CONVERSATIONS_TASK_QUEUE } from '../../workflows/ids.js';
 
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
 /**
  * After a crash, the workflow tasks of the dead worker's sticky queue move to the shared queue after this long (SDK

@@ -1,11 +1,11 @@
 // The LLM side of the worker's dependencies from config.yaml (DESIGN.md §5): the configured providers for the agent
 // turn, and a summarizer per (main model, provider), resolved once and reused (SPEC §2.3: the summary model defaults
 // to the session's main model). With no provider configured, compaction uses the fallback summary and says so.
-import type { ActivityDeps } from '../activities/index.js';
-import type { Summarizer } from '../engine/index.js';
-import type { LoadedConfig } from '../infra/config/loadConfig.js';
-import { parseProvidersConfig } from '../infra/llm/providers.js';
-import { createSummarizer } from '../infra/llm/summarizer.js';
+import type { ActivityDeps } from '../../activities/index.js';
+import type { Summarizer } from '../../engine/index.js';
+import type { LoadedConfig } from '../../infra/config/loadConfig.js';
+import { parseProvidersConfig } from '../../infra/llm/providers.js';
+import { createSummarizer } from '../../infra/llm/summarizer.js';
 
 export type LlmDeps = Pick<ActivityDeps, 'providers' | 'summarizerFor' | 'cacheTtl' | 'env'> & {
   /** True when at least one provider is configured (summaries and chat backend mode available). */
