@@ -24,7 +24,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { ConversationStart } from '../clients/conversations.js';
 import { ensureTenant } from '../infra/db/tenants.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
-import { TemporalUnavailableError } from '../infra/temporal/conversationClient.js';
+import { TemporalUnavailableError } from '../clients/conversationClient.js';
 import { startDevServer } from '../infra/temporal/devServer.js';
 import { createTestDatabase, type TestDatabase } from '../test/harness/db.js';
 import { fixedSummarizer } from '../test/harness/fixedSummarizer.js';

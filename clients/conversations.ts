@@ -23,12 +23,12 @@ import { loadRowsByIds } from '../infra/db/messages.js';
 import type { ConversationRow, Database } from '../infra/db/schema.js';
 import { ConversationNotFoundError } from '../infra/db/storeErrors.js';
 import { getTurn } from '../infra/db/turns.js';
-import { type ConversationClient, TemporalUnavailableError } from '../infra/temporal/conversationClient.js';
-import type { ConversationInput } from '../workflows/conversation.js';
-import { startingStatus } from '../workflows/conversationState.js';
+import { startingStatus } from '../workflows/conversation/state.js';
+import type { ConversationInput } from '../workflows/conversation/workflow.js';
 import { newSessionId } from '../workflows/ids.js';
 import type { ReplayResult } from '../workflows/replay.js';
 import { validateSubmit } from '../workflows/validation.js';
+import { type ConversationClient, TemporalUnavailableError } from './conversationClient.js';
 
 /** A request refused before anything is written (HTTP 400); the message names the field. */
 export class InvalidRequestError extends Error {

@@ -18,7 +18,7 @@ import { migrateToLatest } from '../infra/db/migrate.js';
 import { chatProviderProblem } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
 import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
-import { ConversationClient } from '../infra/temporal/conversationClient.js';
+import { ConversationClient } from '../clients/conversationClient.js';
 import { startDevServer } from '../infra/temporal/devServer.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { runDemo } from './demo.js';

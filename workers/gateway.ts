@@ -10,7 +10,7 @@ import { migrateToLatest } from '../infra/db/migrate.js';
 import { chatProviderProblem, parseProvidersConfig } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
-import { ConversationClient } from '../infra/temporal/conversationClient.js';
+import { ConversationClient } from '../clients/conversationClient.js';
 import { buildGateway } from './gateway/app.js';
 import { defaultModelFrom } from './gateway/defaults.js';
 import { closeHttp, handleShutdown } from './runtime/shutdown.js';

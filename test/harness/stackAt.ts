@@ -17,7 +17,7 @@ import { type CompressionConfig, normalizeCompressionConfig, type Summarizer } f
 import type { Database } from '../../infra/db/schema.js';
 import { chatProviderProblem } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
-import { ConversationClient } from '../../infra/temporal/conversationClient.js';
+import { ConversationClient } from '../../clients/conversationClient.js';
 import { createWorker, WORKFLOWS_PATH } from '../../workers/runtime/createWorker.js';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;

@@ -13,7 +13,7 @@ import {
   IdempotencyConflictError,
   SessionNotFoundError,
 } from '../../infra/db/storeErrors.js';
-import { isTemporalOutage, TemporalUnavailableError } from '../../infra/temporal/conversationClient.js';
+import { isTemporalOutage, TemporalUnavailableError } from '../../clients/conversationClient.js';
 
 export class HttpError extends Error {
   constructor(

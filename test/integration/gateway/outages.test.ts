@@ -11,7 +11,7 @@ import { Conversations } from '../../../clients/conversations.js';
 import { createDb } from '../../../infra/db/connect.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
-import { ConversationClient } from '../../../infra/temporal/conversationClient.js';
+import { ConversationClient } from '../../../clients/conversationClient.js';
 import { freePort } from '../../../infra/temporal/devServer.js';
 import { buildGateway } from '../../../workers/gateway/app.js';
 import { type GatewayHarness, startGatewayHarness } from '../../harness/gateway.js';

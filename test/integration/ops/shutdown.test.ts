@@ -24,7 +24,7 @@ import type { ChatMessage } from '../../../engine/index.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
-import { ConversationClient } from '../../../infra/temporal/conversationClient.js';
+import { ConversationClient } from '../../../clients/conversationClient.js';
 import { compactionWorkflowId, conversationWorkflowId } from '../../../workflows/ids.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { FIXED_SUMMARY_BODY } from '../../harness/fixedSummarizer.js';

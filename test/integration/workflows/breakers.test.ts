@@ -8,7 +8,7 @@ import {
   frequencyBreakerNotice,
   NOTICE_FIXED_POINT,
   tenantBreakerNotice,
-} from '../../../workflows/autoCompactionPolicy.js';
+} from '../../../workflows/conversation/brakes.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { createTestStack, type TestStack } from '../../harness/temporal.js';
 import { activeTranscript, agentTranscript, batch, compactionsOf, newTenant } from './transcript.js';

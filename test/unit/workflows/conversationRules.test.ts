@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { CacheTelemetry, TurnUsage } from '../../../contracts/conversation.js';
-import { accountCacheUsage, failedOutcome, noticeFor, resolveWindow } from '../../../workflows/conversationRules.js';
-import { EMPTY_CACHE_TELEMETRY } from '../../../workflows/conversationState.js';
+import { accountCacheUsage } from '../../../workflows/conversation/cacheTelemetry.js';
+import { noticeFor } from '../../../workflows/conversation/notices.js';
+import { failedOutcome } from '../../../workflows/conversation/outcome.js';
+import { EMPTY_CACHE_TELEMETRY } from '../../../workflows/conversation/state.js';
+import { resolveWindow } from '../../../workflows/conversation/window.js';
 
 function usage(prompt: number, read: number, write: number): TurnUsage {
   return {

@@ -2,8 +2,8 @@
 // anti-thrash guard (SPEC §7.4, which measures effectiveness only): a frequency breaker per conversation and per
 // tenant, and a fixed-point detector. Pure and deterministic; the workflow passes the clock and the tenant count.
 
-import type { AutoPause } from '../contracts/conversation.js';
-import type { HostPolicy } from '../engine/index.js';
+import type { AutoPause } from '../../contracts/conversation.js';
+import type { HostPolicy } from '../../engine/index.js';
 
 export const HOUR_MS = 3_600_000;
 

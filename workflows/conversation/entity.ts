@@ -2,25 +2,18 @@
 // already committed to PostgreSQL when the workflow hears of them (a content-free StoredBatch); the workflow takes
 // the decisions: the post-response check (SPEC §7.6), gateway hygiene (SPEC §11), the preflight check, compactions
 // as child workflows, model switches (SPEC §4.6) and, in chat backend mode, the agent turn.
-import {
-  executeChild,
-  proxyActivities,
-  setCurrentDetails,
-  upsertSearchAttributes,
-  uuid4,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { ConversationActivities } from '../activities/conversation.js';
-import type { RespondActivities } from '../activities/respond.js';
-import type { CompactionInput, CompactionTimeouts, CompactionTrigger } from '../contracts/compaction.js';
+import { proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import type { ConversationActivities } from '../../activities/conversation.js';
+import type { RespondActivities } from '../../activities/respond.js';
+import type { CompactionTimeouts, CompactionTrigger } from '../../contracts/compaction.js';
 import type {
   ChatTurnRequest,
   CompactionResult,
   ConversationStatus,
   SwitchModelRequest,
   TurnResult,
-} from '../contracts/conversation.js';
-import type { StoredBatch } from '../contracts/conversationLog.js';
+} from '../../contracts/conversation.js';
+import type { StoredBatch } from '../../contracts/conversationLog.js';
 import {
   ContextCompressor,
   gatewayHygieneDecision,
@@ -30,28 +23,14 @@ import {
   NOTICE_HYGIENE_WARNING,
   NOTICE_MODEL_SWITCH,
   type Usage,
-} from '../engine/index.js';
-import { modelActivityOptions, storeActivityOptions } from './activityOptions.js';
-import {
-  conversationBreaker,
-  HOUR_MS,
-  NOTICE_FIXED_POINT,
-  pruneAutoTimes,
-  reachedFixedPoint,
-  tenantBreaker,
-} from './autoCompactionPolicy.js';
-import { compactionWorkflow } from './compaction.js';
-import { accountCacheUsage, applyOutcome, failedOutcome, noticeFor, resolveWindow } from './conversationRules.js';
-import {
-  absorbTotals,
-  buildStatus,
-  type CarriedState,
-  contextTokens,
-  detailsText,
-  markApplied,
-} from './conversationState.js';
-import { compactionWorkflowId, newSessionId } from './ids.js';
-import { CompactionCount, ContextTokens, ConversationId, Model, SessionId, TenantId } from './searchAttributes.js';
+} from '../../engine/index.js';
+import { modelActivityOptions, storeActivityOptions } from '../activityOptions.js';
+import { CompactionCount, ContextTokens, ConversationId, Model, SessionId, TenantId } from '../searchAttributes.js';
+import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './brakes.js';
+import { accountCacheUsage } from './cacheTelemetry.js';
+import { runCompaction } from './compact.js';
+import { absorbTotals, buildStatus, type CarriedState, contextTokens, detailsText, markApplied } from './state.js';
+import { resolveWindow } from './window.js';
 
 const store = proxyActivities<ConversationActivities>(storeActivityOptions);
 const model = proxyActivities<RespondActivities>(modelActivityOptions);
@@ -68,11 +47,15 @@ export class ConversationEntity {
   engine: ContextCompressor;
 
   constructor(
-    private readonly ids: { tenantId: string; conversationId: string; source: string },
+    readonly ids: { tenantId: string; conversationId: string; source: string },
     readonly state: CarriedState,
     private readonly options: { timeouts: CompactionTimeouts; pendingItems: () => number },
   ) {
     this.engine = this.buildEngine();
+  }
+
+  get timeouts(): CompactionTimeouts {
+    return this.options.timeouts;
   }
 
   private buildEngine(): ContextCompressor {
@@ -154,79 +137,12 @@ export class ConversationEntity {
     if (compactionId === this.state.lastCommittedCompactionId) this.engine.previousSummary = summaryBody;
   }
 
-  async compact(
+  /** Runs one compaction (a child workflow) and applies its outcome (compact.ts). */
+  compact(
     trigger: CompactionTrigger,
     options: { force?: boolean; focusTopic?: string | null; beforeRowId?: number | null } = {},
   ): Promise<CompactionResult> {
-    const { state, engine, ids } = this;
-    engine.beginCompaction({ force: options.force === true });
-    state.compactionSeq += 1;
-    const seq = state.compactionSeq;
-    const inPlace = trigger === 'hygiene' ? true : state.config.inPlace;
-    const childInput: CompactionInput = {
-      tenantId: ids.tenantId,
-      conversationId: ids.conversationId,
-      sessionId: state.sessionId,
-      compactionId: uuid4(),
-      seq,
-      trigger,
-      inPlace,
-      newSessionId: inPlace ? null : newSessionId(Date.now(), uuid4().replace(/-/g, '')),
-      focusTopic: options.focusTopic ?? null,
-      previousSummary: engine.exportState().previousSummary,
-      summaryAllowed: !engine.summaryCooldownActive(),
-      abortOnSummaryFailure: state.config.abortOnSummaryFailure,
-      // SPEC §19 minimum gain for automatic compactions (hygiene: at least 1, §11.3); a manual one always commits.
-      requiredGain: trigger === 'manual' ? null : Math.max(state.host.minGainTokens, trigger === 'hygiene' ? 1 : 0),
-      beforeRowId: options.beforeRowId ?? null,
-      platform: ids.source,
-      limits: {
-        protectFirstN: state.config.protectFirstN,
-        protectLastN: state.config.protectLastN,
-        minTailUserMessages: state.config.minTailUserMessages,
-        tailTokenBudget: engine.tailTokenBudget,
-      },
-      contextLength: state.contextLength,
-      timeouts: this.options.timeouts,
-    };
-    let outcome: Awaited<ReturnType<typeof compactionWorkflow>>;
-    try {
-      outcome = await executeChild(compactionWorkflow, {
-        args: [childInput],
-        workflowId: compactionWorkflowId(ids.tenantId, state.sessionId, seq),
-        taskQueue: workflowInfo().taskQueue,
-        staticSummary: `Compaction #${seq} (${trigger}) of ${ids.tenantId}/${ids.conversationId}`,
-        typedSearchAttributes: [
-          { key: TenantId, value: ids.tenantId },
-          { key: ConversationId, value: ids.conversationId },
-          { key: SessionId, value: state.sessionId },
-          { key: Model, value: state.model },
-        ],
-      });
-    } catch (err) {
-      // The child failed as a whole (e.g. its record could not be written): the transcript is untouched (§7.6).
-      outcome = failedOutcome(childInput.compactionId, state.sessionId, err);
-    }
-    const automatic = trigger !== 'manual';
-    const committed = outcome.status === 'committed' || outcome.status === 'fallback';
-    if (committed && automatic && reachedFixedPoint(state.host, outcome.similarity, state.userSinceCompaction)) {
-      state.autoPaused = 'fixed_point';
-      this.notice(NOTICE_FIXED_POINT);
-    }
-    applyOutcome(state, engine, outcome, { automatic, now: Date.now() });
-    const result: CompactionResult = {
-      compactionId: outcome.compactionId,
-      trigger,
-      status: outcome.status,
-      notice: noticeFor(outcome),
-      noopReason: outcome.noopReason,
-      sessionId: state.sessionId,
-      stats: outcome.stats,
-      error: outcome.error,
-    };
-    state.lastCompaction = result;
-    if (result.notice && automatic) this.notice(result.notice);
-    return result;
+    return runCompaction(this, trigger, options);
   }
 
   /** The brakes of SPEC §7.6 and §19 on an in-loop compaction; sets (and announces once) the pause. */

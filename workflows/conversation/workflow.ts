@@ -12,8 +12,8 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ConversationActivities } from '../activities/conversation.js';
-import type { CompactionTimeouts } from '../contracts/compaction.js';
+import type { ConversationActivities } from '../../activities/conversation.js';
+import type { CompactionTimeouts } from '../../contracts/compaction.js';
 import type {
   ChatTurnRequest,
   CompactionResult,
@@ -21,20 +21,11 @@ import type {
   ConversationStatus,
   SwitchModelRequest,
   TurnResult,
-} from '../contracts/conversation.js';
-import type { StoredBatch } from '../contracts/conversationLog.js';
-import { DEFAULT_HOST_POLICY, normalizeCompressorState, normalizeHostPolicy } from '../engine/index.js';
-import { storeActivityOptions } from './activityOptions.js';
-import { DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
-import { ConversationEntity } from './conversationEntity.js';
-import { resolveWindow } from './conversationRules.js';
-import {
-  type CarriedState,
-  type ConversationInput,
-  EMPTY_CACHE_TELEMETRY,
-  skipGaps,
-  startingStatus,
-} from './conversationState.js';
+} from '../../contracts/conversation.js';
+import type { StoredBatch } from '../../contracts/conversationLog.js';
+import { DEFAULT_HOST_POLICY, normalizeCompressorState, normalizeHostPolicy } from '../../engine/index.js';
+import { storeActivityOptions } from '../activityOptions.js';
+import { DEFAULT_COMPACTION_TIMEOUTS } from '../compaction.js';
 import {
   batchStoredSignal,
   chatTurnUpdate,
@@ -42,11 +33,14 @@ import {
   statusQuery,
   summaryReplacedSignal,
   switchModelUpdate,
-} from './definitions.js';
-import { newSessionId } from './ids.js';
-import { validateStoredBatch } from './validation.js';
+} from '../definitions.js';
+import { newSessionId } from '../ids.js';
+import { validateStoredBatch } from '../validation.js';
+import { ConversationEntity } from './entity.js';
+import { type CarriedState, type ConversationInput, EMPTY_CACHE_TELEMETRY, skipGaps, startingStatus } from './state.js';
+import { resolveWindow } from './window.js';
 
-export type { CarriedState, ConversationInput } from './conversationState.js';
+export type { CarriedState, ConversationInput } from './state.js';
 
 type QueueItem =
   | { kind: 'batch'; batch: StoredBatch }

@@ -17,19 +17,19 @@ import type {
   ConversationStatus,
   SwitchModelRequest,
   TurnResult,
-} from '../../contracts/conversation.js';
-import type { StoredBatch } from '../../contracts/conversationLog.js';
-import type { ConversationInput, conversationWorkflow } from '../../workflows/conversation.js';
+} from '../contracts/conversation.js';
+import type { StoredBatch } from '../contracts/conversationLog.js';
+import type { ConversationInput, conversationWorkflow } from '../workflows/conversation/workflow.js';
 import {
   batchStoredSignal,
   chatTurnUpdate,
   compactUpdate,
   statusQuery,
   switchModelUpdate,
-} from '../../workflows/definitions.js';
-import { CONVERSATIONS_TASK_QUEUE, conversationWorkflowId, replayWorkflowId } from '../../workflows/ids.js';
-import type { ReplayResult, replayCompactionWorkflow } from '../../workflows/replay.js';
-import { ConversationId, Model, TenantId } from '../../workflows/searchAttributes.js';
+} from '../workflows/definitions.js';
+import { CONVERSATIONS_TASK_QUEUE, conversationWorkflowId, replayWorkflowId } from '../workflows/ids.js';
+import type { ReplayResult, replayCompactionWorkflow } from '../workflows/replay.js';
+import { ConversationId, Model, TenantId } from '../workflows/searchAttributes.js';
 
 /** Temporal cannot be reached, or the conversation's worker did not take the request in time: retry later (503). */
 export class TemporalUnavailableError extends Error {

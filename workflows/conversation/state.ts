@@ -1,8 +1,8 @@
 // State of the conversation workflow: its input, the compact state carried through continue-as-new (DESIGN.md §3),
 // and the status view built from it. Pure and deterministic.
 
-import type { CompactionTimeouts } from '../contracts/compaction.js';
-import type { AutoPause, CacheTelemetry, CompactionResult, ConversationStatus } from '../contracts/conversation.js';
+import type { CompactionTimeouts } from '../../contracts/compaction.js';
+import type { AutoPause, CacheTelemetry, CompactionResult, ConversationStatus } from '../../contracts/conversation.js';
 import {
   type CacheTtl,
   type CompressionConfig,
@@ -10,7 +10,7 @@ import {
   type ContextCompressor,
   type HostPolicy,
   promptCachingState,
-} from '../engine/index.js';
+} from '../../engine/index.js';
 
 export interface ConversationInput {
   tenantId: string;
