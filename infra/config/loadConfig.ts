@@ -1,8 +1,9 @@
-// config.yaml loading (DESIGN.md §6): parsed with `yaml`, the owned sections validated by the engine at start-up so
+// config.yaml loading (DESIGN.md §6): parsed with `yaml`, the owned sections validated (ownedConfig.ts) at start-up so
 // a bad key fails with `Invalid configuration: <key>: ...` (SPEC §2.1) before any session runs.
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { ConfigError, type OwnedConfig, parseOwnedConfig } from '../../engine/config.js';
+import { ConfigError } from '../../engine/config.js';
+import { type OwnedConfig, parseOwnedConfig } from './ownedConfig.js';
 
 export interface LoadedConfig extends OwnedConfig {
   /** Where the configuration came from (`null`: no file, defaults only). */

@@ -3,12 +3,11 @@
 // config.yaml (SPEC §2.1 errors); resolution order is tenant override → config.yaml → default.
 import {
   type CompressionConfig,
-  type CompressionOverrides,
   type HostPolicy,
   normalizeCompressionConfig,
   normalizeHostPolicy,
-  validateCompressionSection,
 } from '../../engine/config.js';
+import { type CompressionOverrides, validateCompressionSection } from './compressionSection.js';
 
 /** Validates a raw override object; throws ConfigError naming the key (`compression.<key>`). */
 export function validateTenantPolicy(raw: unknown): CompressionOverrides {
