@@ -16,7 +16,7 @@ import pg from 'pg';
 import { createDb } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import type { Database } from '../infra/db/schema.js';
-import { searchMessages, searchTuning } from '../infra/db/search.js';
+import { searchMessages, searchTuning } from '../infra/db/search/index.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { SqliteBaseline } from './searchBaseline.js';
 import {

@@ -10,23 +10,14 @@ import {
   positiveTerms,
   type QueryClause,
   type SearchTerm,
-} from '../infra/db/searchQuery.js';
-import { cjkSnippet } from '../infra/db/searchSnippet.js';
+} from '../engine/search/query.js';
+import { cjkSnippet } from '../engine/search/snippet.js';
+import type { SearchResult } from '../infra/db/search/index.js';
 import type { CorpusRow, CorpusSession } from './searchCorpus.js';
 import { indexedText } from './searchCorpus.js';
 
-export interface BaselineResult {
-  id: number;
-  session_id: string;
-  role: string;
-  snippet: string;
-  timestamp: string;
-  tool_name: string | null;
-  source: string;
-  model: string | null;
-  session_started: string;
-  context: Array<{ role: string; content: string }>;
-}
+/** The same shape as searchMessages' results (SPEC §14.8). */
+export type BaselineResult = SearchResult;
 
 interface HitRow {
   id: number;

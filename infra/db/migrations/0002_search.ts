@@ -23,7 +23,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       SELECT to_tsvector('simple'::regconfig, indexed_text)
           || to_tsvector('simple'::regconfig, regexp_replace(indexed_text, '[^[:alnum:]]+', ' ', 'g'))
     $$`.execute(db);
-  // Query side of the same split (infra/db/search.ts): words of a term, as the document's second half has them.
+  // Query side of the same split (infra/db/search/planner.ts): a term's words, as the document's second half has them.
   await sql`
     CREATE FUNCTION dc_search_words(term text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -36,7 +36,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
       SELECT CASE WHEN numnode(query) = 0 THEN query ELSE (query::text || ':*')::tsquery END
     $$`.execute(db);
-  // Mirrors cjkGramsOf (infra/db/searchQuery.ts): unigrams and bigrams of each maximal CJK run, distinct.
+  // Mirrors cjkGramsOf (engine/search/query.ts): unigrams and bigrams of each maximal CJK run, distinct.
   await sql`
     CREATE FUNCTION dc_cjk_grams(indexed_text text) RETURNS text[]
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $fn$

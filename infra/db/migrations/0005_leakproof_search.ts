@@ -16,7 +16,7 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * The SQL of one CJK-path clause on the row `m` (SPEC §14.6; infra/db/search.ts builds the clauses):
+ * The SQL of one CJK-path clause on the row `m` (SPEC §14.6; infra/db/search/planner.ts builds the clauses):
  * - `gram`: a 1–2-character CJK term, exactly "its gram is in cjk_grams";
  * - `strpos`: a term without cased characters, plain substring search (ILIKE and strpos agree there);
  * - `ilike`: `indexed_text ILIKE '%term%' ESCAPE '\'`, the term escaped here.
@@ -55,7 +55,7 @@ const CJK_CLAUSE_FUNCTION = String.raw`
  * The search statement (SPEC §14) for `plan` in `tenant`: the page of hits in order, each with its text, session
  * fields and visible neighbours; `$1` is the Latin path's tsquery. NULL when nothing can match. Reads nothing, so it
  * may be public: tests EXPLAIN exactly what dc_search_messages runs.
- * `plan` (built by infra/db/search.ts): path (`latin` | `cjk`), groups (CJK: an OR of AND-groups of clauses),
+ * `plan` (built by infra/db/search/planner.ts): path (`latin` | `cjk`), groups (CJK: an OR of AND-groups of clauses),
  * ordering (`rank` | `newest` | `oldest`), roles, sources, excludeSources, includeInactive, limit, offset, probeRows.
  * Query shapes as before this migration: the recency probe for recency-ordered searches whose frequency the planner
  * cannot judge, LIMIT 1 lateral lookups of text, session and neighbours.

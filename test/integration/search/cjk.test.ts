@@ -2,7 +2,7 @@
 // 1–2-character terms against a brute-force scan, escaping, recency order and the index each path uses.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { searchMessages, searchRequest, searchTuning } from '../../../infra/db/search.js';
+import { searchMessages, searchRequest, searchTuning } from '../../../infra/db/search/index.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { assistant, seedSession, toolCall, user } from './searchFixtures.js';

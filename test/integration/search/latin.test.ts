@@ -2,7 +2,7 @@
 // compound terms, tool names and arguments, words inside paths, unsearchable queries and very long queries.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { searchMessages } from '../../../infra/db/search.js';
+import { searchMessages } from '../../../infra/db/search/index.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { assistant, seedSession, toolCall, toolResult, user } from './searchFixtures.js';
 

@@ -1,7 +1,7 @@
 // Search visibility, tenant isolation, filters, sort, paging and result fields (SPEC §14.1, §14.8, §14.9).
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type SearchResult, searchMessages } from '../../../infra/db/search.js';
+import { type SearchResult, searchMessages } from '../../../infra/db/search/index.js';
 import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
 import { assistant, seedSession, toolCall, toolResult, user } from './searchFixtures.js';
 

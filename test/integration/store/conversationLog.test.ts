@@ -10,7 +10,7 @@ import { createCompactionRecord } from '../../../infra/db/compactions.js';
 import { appendToConversation } from '../../../infra/db/conversationAppend.js';
 import { createConversation, getConversation, recordApplied, waitApplied } from '../../../infra/db/conversations.js';
 import { listMessages, loadTranscript } from '../../../infra/db/messages.js';
-import { searchMessages } from '../../../infra/db/search.js';
+import { searchMessages } from '../../../infra/db/search/index.js';
 import { IdempotencyConflictError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';

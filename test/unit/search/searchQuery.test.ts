@@ -11,7 +11,7 @@ import {
   parseSearchQuery,
   positiveTerms,
   routeQuery,
-} from '../../../infra/db/searchQuery.js';
+} from '../../../engine/search/query.js';
 
 /** A compact rendering: groups joined by ` OR `, clauses by ` AND `; phrase "…", prefix …*, negation -. */
 function render(parsed: ParsedQuery | null): string | null {

@@ -1,7 +1,7 @@
 // Snippets (SPEC §14.7): the CJK formula on code points, and the Latin 40-word excerpt.
 import { describe, expect, it } from 'vitest';
-import type { SearchTerm } from '../../../infra/db/searchQuery.js';
-import { cjkSnippet, latinSnippet } from '../../../infra/db/searchSnippet.js';
+import type { SearchTerm } from '../../../engine/search/query.js';
+import { cjkSnippet, latinSnippet } from '../../../engine/search/snippet.js';
 
 const term = (text: string, prefix = false): SearchTerm => ({ text, phrase: false, prefix });
 

@@ -3,9 +3,9 @@
 // Both take the same options and the same query limit; a query SPEC §14.3 would cut is cut at 2,048 characters.
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import { routeQuery } from '../../../engine/search/query.js';
 import type { Database } from '../../../infra/db/schema.js';
-import { searchMessages } from '../../../infra/db/search.js';
-import { routeQuery } from '../../../infra/db/searchQuery.js';
+import { searchMessages } from '../../../infra/db/search/index.js';
 import type { Metrics } from '../../../infra/metrics/registry.js';
 import { tenantAuth } from '../auth.js';
 import { offsetSchema, textSchema } from '../schemas.js';

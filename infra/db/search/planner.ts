@@ -1,13 +1,9 @@
-// Message search (SPEC §14): tenant-scoped, inside withTenant, through the SECURITY DEFINER function
-// dc_search_messages (migrations/0005), which applies the transaction's tenant to every row it reads and keeps the
-// GIN indexes usable (under RLS PostgreSQL cannot use them for ILIKE and @@). This module parses the query and builds
-// the search plan as data — the Latin path's tsquery built by PostgreSQL functions, the CJK path's clauses — and the
-// function turns it into SQL. Latin queries match search_tsv and rank by ts_rank_cd; CJK queries match substrings
-// (ILIKE semantics) with the CJK gram column and index (migrations/0002) and the trigram index, newest first. Every
-// predicate is evaluated on the row itself — an index only finds candidates — so the results never depend on an
-// index or on which plan PostgreSQL picks.
-import { type Kysely, type RawBuilder, sql } from 'kysely';
-import type { Database } from './schema.js';
+// Search planner: a query and its options → the request for dc_search_messages (migrations/0005), as data. This
+// parses the query (engine/search/query.ts) and builds the search plan — the Latin path's tsquery built by PostgreSQL
+// functions, the CJK path's clauses — and the function turns it into SQL. Latin queries match search_tsv and rank by
+// ts_rank_cd; CJK queries match substrings (ILIKE semantics) with the CJK gram column and index (migrations/0002)
+// and the trigram index, newest first.
+import { type RawBuilder, sql } from 'kysely';
 import {
   cjkGramsOf,
   isCjkChar,
@@ -17,85 +13,9 @@ import {
   type QueryClause,
   type SearchPath,
   type SearchTerm,
-} from './searchQuery.js';
-import { cjkSnippet, latinSnippet } from './searchSnippet.js';
-import { type TenantTx, withTenant } from './tenant.js';
-
-export type SearchSort = 'relevance' | 'newest' | 'oldest';
-
-export interface SearchOptions {
-  /** Only sessions whose source is in the list (an empty list filters nothing). */
-  sources?: readonly string[];
-  /** Not sessions whose source is in the list. */
-  excludeSources?: readonly string[];
-  /** Only rows whose role is in the list (an empty list filters nothing). */
-  roles?: readonly string[];
-  /** Also superseded rows (`active = false, compacted = false`). Default false. */
-  includeInactive?: boolean;
-  /** Default `relevance`: rank on the Latin path, recency on the CJK path. */
-  sort?: SearchSort;
-  /** Default 20, clamped to [1, 100]. */
-  limit?: number;
-  /** Default 0; negative → 0. */
-  offset?: number;
-}
-
-export interface SearchContextEntry {
-  role: string;
-  /** Text of the neighbour, cut to 200 characters (`[multimodal content]` for parts without text). */
-  content: string;
-}
-
-/** SPEC §14.8. */
-export interface SearchResult {
-  id: number;
-  session_id: string;
-  role: string;
-  snippet: string;
-  /** ISO 8601 UTC. */
-  timestamp: string;
-  tool_name: string | null;
-  source: string;
-  model: string | null;
-  /** ISO 8601 UTC. */
-  session_started: string;
-  /** The previous and then the next row of the session (a missing neighbour is omitted). */
-  context: SearchContextEntry[];
-}
-
-export const DEFAULT_SEARCH_LIMIT = 20;
-export const MAX_SEARCH_LIMIT = 100;
-
-interface NormalisedOptions {
-  sources: string[];
-  excludeSources: string[];
-  roles: string[];
-  includeInactive: boolean;
-  sort: SearchSort;
-  limit: number;
-  offset: number;
-}
-
-function stringList(value: unknown): string[] {
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
-}
-
-function integerOr(value: unknown, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) ? Math.trunc(value) : fallback;
-}
-
-export function normaliseSearchOptions(options: SearchOptions = {}): NormalisedOptions {
-  const sort = options.sort === 'newest' || options.sort === 'oldest' ? options.sort : 'relevance';
-  return {
-    sources: stringList(options.sources),
-    excludeSources: stringList(options.excludeSources),
-    roles: stringList(options.roles),
-    includeInactive: options.includeInactive === true,
-    sort,
-    limit: Math.min(MAX_SEARCH_LIMIT, Math.max(1, integerOr(options.limit, DEFAULT_SEARCH_LIMIT))),
-    offset: Math.max(0, integerOr(options.offset, 0)),
-  };
-}
+} from '../../../engine/search/query.js';
+import { cjkSnippet, latinSnippet } from '../../../engine/search/snippet.js';
+import { normaliseSearchOptions, type SearchOptions } from './options.js';
 
 type Sql = RawBuilder<unknown>;
 
@@ -187,22 +107,6 @@ export const searchTuning = { recencyProbeRows: 400 };
 /** How hits are ordered: by rank (Latin relevance), or by recency. */
 export type Ordering = 'rank' | 'newest' | 'oldest';
 
-interface ResultRow {
-  id: number;
-  session_id: string;
-  role: string;
-  timestamp: Date;
-  tool_name: string | null;
-  indexed_text: string;
-  source: string;
-  model: string | null;
-  started_at: Date;
-  prev_role: string | null;
-  prev_content: string | null;
-  next_role: string | null;
-  next_content: string | null;
-}
-
 /** What searchMessages asks of dc_search_messages (migrations/0005). */
 export interface SearchRequest {
   /** Its first argument, the plan as data; the function refuses it unless `tenant` is the transaction's tenant. */
@@ -250,24 +154,6 @@ export function searchRequest(tenantId: string, query: unknown, options: SearchO
   };
 }
 
-/**
- * One statement: the page of hits in order, each with its text, session fields and neighbours (same visibility,
- * `(timestamp, id)` order). The function takes the tenant from app.tenant_id, which withTenant set.
- */
-async function findRows(tx: TenantTx, request: SearchRequest): Promise<ResultRow[]> {
-  const result = await sql<ResultRow>`
-    SELECT r.id, r.session_id, r.role, r."timestamp", r.tool_name, r.indexed_text, r.source, r.model, r.started_at,
-           r.prev_role, r.prev_content, r.next_role, r.next_content
-      FROM dc_search_messages(${JSON.stringify(request.plan)}::jsonb, ${request.query ?? sql`NULL::tsquery`})
-           WITH ORDINALITY AS r
-     ORDER BY r.ordinality`.execute(tx);
-  return result.rows;
-}
-
-function toIso(value: Date | string): string {
-  return (value instanceof Date ? value : new Date(value)).toISOString();
-}
-
 /** A plan for one parsed query: how rows match (as data for dc_search_messages), the relevance order, snippets. */
 interface SearchPlan {
   path: SearchPath;
@@ -298,40 +184,4 @@ function planSearch(parsed: ParsedQuery): SearchPlan | null {
     relevance: 'rank',
     snippet: (text) => latinSnippet(text, terms),
   };
-}
-
-function toResult(row: ResultRow, snippet: (text: string) => string): SearchResult {
-  const context: SearchContextEntry[] = [];
-  if (row.prev_role !== null) context.push({ role: row.prev_role, content: row.prev_content ?? '' });
-  if (row.next_role !== null) context.push({ role: row.next_role, content: row.next_content ?? '' });
-  return {
-    id: row.id,
-    session_id: row.session_id,
-    role: row.role,
-    snippet: snippet(row.indexed_text.trim()),
-    timestamp: toIso(row.timestamp),
-    tool_name: row.tool_name,
-    source: row.source,
-    model: row.model,
-    session_started: toIso(row.started_at),
-    context,
-  };
-}
-
-/**
- * SPEC §14: the tenant's messages matching `query`, as results (§14.8). Anything that cannot be searched (not a
- * string, blank, no terms, no lexemes) gives `[]`; query content never throws. A result never comes from another
- * tenant: the search runs under withTenant, through the function that applies the transaction's tenant itself.
- */
-export async function searchMessages(
-  db: Kysely<Database>,
-  tenantId: string,
-  query: unknown,
-  options: SearchOptions = {},
-): Promise<SearchResult[]> {
-  const request = searchRequest(tenantId, query, options);
-  if (!request) return [];
-  return withTenant(db, tenantId, async (tx) =>
-    (await findRows(tx, request)).map((row) => toResult(row, request.snippet)),
-  );
 }

@@ -1,5 +1,5 @@
 // Search snippets (SPEC §14.7) and result context text (§14.8), computed in TypeScript on code points. Pure.
-import type { SearchTerm } from './searchQuery.js';
+import type { SearchTerm } from './query.js';
 
 export const START_SEL = '>>>';
 export const STOP_SEL = '<<<';
