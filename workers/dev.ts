@@ -3,22 +3,24 @@
 //   - the Temporal dev server with persistent SQLite state under .data/ and its Web UI (:8233);
 //   - the worker and the HTTP gateway (:8080, OpenAPI at /docs).
 // `npm run demo` (= `npm start -- --demo`) then imports the shipped sample conversations and prints what happened.
-// Flags: --demo, --exit (stop after the demo). Env: DATABASE_URL, TEMPORAL_PORT, TEMPORAL_UI_PORT, GATEWAY_PORT,
-// DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_CONFIG, DURABLE_CONTEXT_DATA (data dir, default ./.data).
+// Flags: --demo, --exit (stop after the demo). Env (infra/config/env.ts, README): DATABASE_URL, TEMPORAL_PORT,
+// TEMPORAL_UI_PORT, GATEWAY_PORT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_CONFIG,
+// DURABLE_CONTEXT_DATA (data dir, default ./.data).
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime } from '@temporalio/worker';
+import { ConversationClient } from '../clients/conversationClient.js';
 import { Conversations } from '../clients/conversations.js';
+import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import { chatProviderProblem } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
 import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
-import { ConversationClient } from '../clients/conversationClient.js';
 import { startDevServer } from '../infra/temporal/devServer.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { runDemo } from './demo.js';
@@ -30,7 +32,7 @@ import { closeHttp, handleShutdown, type ShutdownStep } from './runtime/shutdown
 
 const args = new Set(process.argv.slice(2));
 const root = fileURLToPath(new URL('..', import.meta.url));
-const dataDir = resolve(process.env.DURABLE_CONTEXT_DATA ?? join(root, '.data'));
+const dataDir = env.DURABLE_CONTEXT_DATA;
 mkdirSync(dataDir, { recursive: true });
 Runtime.install({
   logger: new DefaultLogger('WARN'),
@@ -38,7 +40,7 @@ Runtime.install({
 });
 
 function adminKey(): string {
-  if (process.env.DURABLE_CONTEXT_ADMIN_KEY) return process.env.DURABLE_CONTEXT_ADMIN_KEY;
+  if (env.DURABLE_CONTEXT_ADMIN_KEY) return env.DURABLE_CONTEXT_ADMIN_KEY;
   const file = join(dataDir, 'admin-key');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   const key = `admin_${randomBytes(24).toString('base64url')}`;
@@ -51,7 +53,7 @@ const config = loadConfig();
 const stops: ShutdownStep[] = [];
 const step = (name: string, run: () => Promise<void>): ShutdownStep => ({ name, run });
 
-let databaseUrl = process.env.DATABASE_URL;
+let databaseUrl = env.DATABASE_URL;
 let maxConnections = 10;
 if (!databaseUrl) {
   const embedded = await startEmbeddedPostgres({ dataDir: join(dataDir, 'pglite') });
@@ -67,8 +69,8 @@ stops.unshift(step('PostgreSQL pool', () => db.destroy()));
 await migrateToLatest(db);
 
 const server = await startDevServer({
-  grpcPort: Number(process.env.TEMPORAL_PORT ?? 7233),
-  uiPort: Number(process.env.TEMPORAL_UI_PORT ?? 8233),
+  grpcPort: env.TEMPORAL_PORT,
+  uiPort: env.TEMPORAL_UI_PORT,
   dbFile: join(dataDir, 'temporal.sqlite'),
   searchAttributes: SEARCH_ATTRIBUTES,
 });
@@ -105,11 +107,11 @@ const app = await buildGateway({
   }),
   metrics,
   adminKey: key,
-  metricsKey: process.env.DURABLE_CONTEXT_METRICS_KEY || null,
+  metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
   cacheTtl: config.promptCaching.cacheTtl,
   defaultModel: defaultModelFrom(config),
 });
-const apiUrl = await app.listen({ port: Number(process.env.GATEWAY_PORT ?? 8080), host: '127.0.0.1' });
+const apiUrl = await app.listen({ port: env.GATEWAY_PORT, host: '127.0.0.1' });
 stops.unshift(step('Temporal client', () => connection.close()));
 stops.unshift(closeHttp(app));
 

@@ -1,41 +1,42 @@
 // `npm run gateway`: the HTTP gateway as its own process (the worker runs elsewhere: `npm run worker`).
-// Environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, DURABLE_CONTEXT_ADMIN_KEY, GATEWAY_PORT (8080),
-// GATEWAY_HOST (127.0.0.1), GATEWAY_BODY_LIMIT (bytes), DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_CONFIG.
+// Environment (infra/config/env.ts, README): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, GATEWAY_PORT,
+// GATEWAY_HOST, GATEWAY_BODY_LIMIT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_CONFIG.
 // SIGTERM/SIGINT: stop accepting, finish in-flight requests (at most 10 s), close the pools, exit 0.
 import { Connection } from '@temporalio/client';
+import { ConversationClient } from '../clients/conversationClient.js';
 import { Conversations } from '../clients/conversations.js';
+import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import { chatProviderProblem, parseProvidersConfig } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
-import { ConversationClient } from '../clients/conversationClient.js';
 import { buildGateway } from './gateway/app.js';
 import { defaultModelFrom } from './gateway/defaults.js';
 import { closeHttp, handleShutdown } from './runtime/shutdown.js';
 
 const config = loadConfig();
 const providers = parseProvidersConfig(config.raw);
-const db = createDb({ connectionString: await resolveDatabaseUrl() });
+const db = createDb({ connectionString: await resolveDatabaseUrl(env.DATABASE_URL) });
 await migrateToLatest(db);
 // Lazy: the gateway serves reads from PostgreSQL even while Temporal is unreachable (those calls answer 503).
 const connection = Connection.lazy({
-  address: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+  address: env.TEMPORAL_ADDRESS,
   connectTimeout: '5 seconds',
 });
-const temporal = new ConversationClient(connection, { namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' });
+const temporal = new ConversationClient(connection, { namespace: env.TEMPORAL_NAMESPACE });
 const app = await buildGateway({
   db,
   conversations: new Conversations(db, temporal, {
     chatProblem: (row) => chatProviderProblem(providers, row.provider, process.env),
   }),
   metrics: createMetrics({ db }),
-  adminKey: process.env.DURABLE_CONTEXT_ADMIN_KEY ?? null,
-  metricsKey: process.env.DURABLE_CONTEXT_METRICS_KEY || null,
+  adminKey: env.DURABLE_CONTEXT_ADMIN_KEY,
+  metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
   cacheTtl: config.promptCaching.cacheTtl,
   defaultModel: defaultModelFrom(config),
-  bodyLimit: Number(process.env.GATEWAY_BODY_LIMIT ?? 1024 * 1024),
+  bodyLimit: env.GATEWAY_BODY_LIMIT,
   logger: true,
 });
 handleShutdown([
@@ -43,9 +44,6 @@ handleShutdown([
   { name: 'Temporal connection', run: () => connection.close() },
   { name: 'PostgreSQL pool', run: () => db.destroy() },
 ]);
-const address = await app.listen({
-  port: Number(process.env.GATEWAY_PORT ?? 8080),
-  host: process.env.GATEWAY_HOST ?? '127.0.0.1',
-});
+const address = await app.listen({ port: env.GATEWAY_PORT, host: env.GATEWAY_HOST });
 console.log(`API:  ${address}/v1`);
 console.log(`Docs: ${address}/docs`);

@@ -3,6 +3,9 @@
 import { z } from 'zod';
 import { ConfigError, type ValueCheck } from '../../engine/config.js';
 
+/** An http(s) URL string (SPEC §2.3 `base_url`; also DCTX_URL). */
+export const HTTP_URL_PATTERN = /^https?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
+
 export type PlainObject = Record<string, unknown>;
 
 export function isPlainObject(value: unknown): value is PlainObject {

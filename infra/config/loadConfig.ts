@@ -3,6 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { ConfigError } from '../../engine/config.js';
+import { env } from './env.js';
 import { type OwnedConfig, parseOwnedConfig } from './ownedConfig.js';
 
 export interface LoadedConfig extends OwnedConfig {
@@ -25,7 +26,7 @@ export function parseConfigText(text: string, path: string | null = null): Loade
 }
 
 /** Loads `path` (default: $DURABLE_CONTEXT_CONFIG, else ./config.yaml when it exists, else defaults). */
-export function loadConfig(path: string | undefined = process.env.DURABLE_CONTEXT_CONFIG): LoadedConfig {
+export function loadConfig(path: string | undefined = env.DURABLE_CONTEXT_CONFIG ?? undefined): LoadedConfig {
   const candidate = path ?? (existsSync('config.yaml') ? 'config.yaml' : undefined);
   if (!candidate) return parseConfigText('', null);
   return parseConfigText(readFileSync(candidate, 'utf8'), candidate);

@@ -14,6 +14,7 @@ import {
 import { validateCompressionSection } from './compressionSection.js';
 import {
   type FieldRule,
+  HTTP_URL_PATTERN,
   isPlainObject,
   type PlainObject,
   sectionObject,
@@ -21,13 +22,11 @@ import {
   validateSection,
 } from './fieldRules.js';
 
-const URL_PATTERN = /^https?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
-
 /** SPEC §2.3 `auxiliary.compression.*`. */
 const AUXILIARY_RULES = {
   model: { allowed: 'null or non-empty string', schema: z.string().min(1).nullable() },
   provider: { allowed: 'non-empty string', schema: z.string().min(1) },
-  base_url: { allowed: 'null or URL string', schema: z.string().regex(URL_PATTERN).nullable() },
+  base_url: { allowed: 'null or URL string', schema: z.string().regex(HTTP_URL_PATTERN).nullable() },
   timeout: { allowed: 'null or number > 0', schema: z.number().positive().nullable() },
 } satisfies Record<string, FieldRule<unknown>>;
 

@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { env } from '../config/env.js';
 
 const execFileAsync = promisify(execFile);
 const ENSURE = fileURLToPath(new URL('./ensure.sh', import.meta.url));
@@ -20,6 +21,7 @@ export async function ensureLocalPostgres(): Promise<string> {
   }
 }
 
-export async function resolveDatabaseUrl(env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return env.DATABASE_URL || ensureLocalPostgres();
+/** `databaseUrl` (default: the validated DATABASE_URL), else the local cluster of ensure.sh. */
+export async function resolveDatabaseUrl(databaseUrl: string | null = env.DATABASE_URL): Promise<string> {
+  return databaseUrl || ensureLocalPostgres();
 }

@@ -1,0 +1,162 @@
+// The process environment, validated once (issue #10 item 5, DESIGN.md §2 `infra/config/`): every variable the entry
+// points (workers/*.ts) and the CLI read, with its default, in one frozen object. A bad value fails start-up with an
+// error naming the variable (`Invalid environment: GATEWAY_PORT: expected an integer port 0–65535, got "80a"`); an
+// empty value counts as unset. Not here: the provider API keys (config.yaml names them, infra/llm/ reads them by
+// name) and what only shell scripts read (TEMPORAL_CLI, TEMPORAL_CLI_VERSION, DURABLE_CONTEXT_CACHE: find-cli.sh).
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { HTTP_URL_PATTERN } from './fieldRules.js';
+
+/** One variable: what a valid value looks like (the error text), its schema (on the non-empty text), its default. */
+interface Variable<T> {
+  expected: string;
+  schema: z.ZodType<T>;
+  fallback: T;
+}
+
+const MAX_PORT = 65_535;
+
+const port = (fallback: number): Variable<number> => ({
+  expected: `an integer port 0–${MAX_PORT} (0: a free port)`,
+  schema: z
+    .string()
+    .regex(/^\d{1,5}$/)
+    .transform(Number)
+    .refine((value) => value <= MAX_PORT),
+  fallback,
+});
+
+/** A secret or a name used as is: any text without whitespace. */
+const token = <T extends string | null>(expected: string, fallback: T): Variable<string | T> => ({
+  expected,
+  schema: z.string().regex(/^\S+$/),
+  fallback,
+});
+
+/** The texts of an on/off variable (case-insensitive). */
+const FLAGS: Readonly<Record<string, boolean>> = Object.freeze({
+  '1': true,
+  true: true,
+  yes: true,
+  on: true,
+  '0': false,
+  false: false,
+  no: false,
+  off: false,
+});
+
+/** `host`, `host:port`, `[ipv6]` or `[ipv6]:port`, as the Temporal SDK accepts it (its default port: 7233). */
+const HOST_PORT_PATTERN = /^(?:\[[0-9A-Fa-f.:]+\]|[^\s:/[\]]+)(?::(\d{1,5}))?$/;
+
+/** The checkout: `npm start` keeps its data in `<checkout>/.data` unless DURABLE_CONTEXT_DATA says otherwise. */
+const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url));
+
+const VARIABLES = {
+  // PostgreSQL and config.yaml
+  DATABASE_URL: {
+    expected: 'a postgres:// or postgresql:// URL',
+    schema: z.string().regex(/^postgres(?:ql)?:\/\/\S+$/),
+    fallback: null,
+  } satisfies Variable<string | null>,
+  DURABLE_CONTEXT_CONFIG: {
+    expected: 'a file path',
+    schema: z.string(),
+    fallback: null,
+  } satisfies Variable<string | null>,
+  DURABLE_CONTEXT_DATA: {
+    expected: 'a directory path',
+    schema: z.string().transform((path) => resolve(path)),
+    fallback: resolve(CHECKOUT, '.data'),
+  } satisfies Variable<string>,
+  // The gateway
+  DURABLE_CONTEXT_ADMIN_KEY: token('a key without whitespace', null),
+  DURABLE_CONTEXT_METRICS_KEY: token('a key without whitespace', null),
+  GATEWAY_PORT: port(8080),
+  GATEWAY_HOST: {
+    expected: 'a host name or IP address',
+    schema: z.string().regex(/^[A-Za-z0-9._:%-]+$/),
+    fallback: '127.0.0.1',
+  } satisfies Variable<string>,
+  GATEWAY_BODY_LIMIT: {
+    expected: 'a positive integer (bytes)',
+    schema: z
+      .string()
+      .regex(/^\d+$/)
+      .transform(Number)
+      .refine((value) => value > 0 && Number.isSafeInteger(value)),
+    fallback: 1024 * 1024,
+  } satisfies Variable<number>,
+  // Temporal
+  TEMPORAL_ADDRESS: {
+    expected: `host or host:port (port 1–${MAX_PORT})`,
+    schema: z.string().refine((text) => {
+      const match = HOST_PORT_PATTERN.exec(text);
+      return match !== null && (match[1] === undefined || (Number(match[1]) >= 1 && Number(match[1]) <= MAX_PORT));
+    }),
+    fallback: '127.0.0.1:7233',
+  } satisfies Variable<string>,
+  TEMPORAL_NAMESPACE: token('a namespace name without whitespace', 'default'),
+  TEMPORAL_PORT: port(7233),
+  TEMPORAL_UI_PORT: port(8233),
+  // The CLI (dctx)
+  DCTX_URL: {
+    expected: 'an http:// or https:// URL',
+    schema: z.string().regex(HTTP_URL_PATTERN),
+    fallback: 'http://127.0.0.1:8080',
+  } satisfies Variable<string>,
+  DCTX_KEY: token('a tenant API key without whitespace', null),
+  DCTX_DEBUG: {
+    expected: '1, true, yes, on, 0, false, no or off',
+    schema: z
+      .string()
+      .refine((text) => Object.hasOwn(FLAGS, text.toLowerCase()))
+      .transform((text) => FLAGS[text.toLowerCase()] === true),
+    fallback: false,
+  } satisfies Variable<boolean>,
+};
+
+export type EnvName = keyof typeof VARIABLES;
+
+/** The validated environment; `null` means unset (the caller's fallback applies, e.g. the embedded PostgreSQL). */
+export type Env = {
+  readonly [K in EnvName]: (typeof VARIABLES)[K]['fallback'] | z.output<(typeof VARIABLES)[K]['schema']>;
+};
+
+/** The names of the environment, in the order of README's table. */
+export const ENV_NAMES = Object.freeze(Object.keys(VARIABLES) as EnvName[]);
+
+/** Every invalid variable of an environment, one line each. */
+export class EnvError extends Error {
+  readonly variables: readonly EnvName[];
+  constructor(problems: readonly { name: EnvName; message: string }[]) {
+    super(problems.map((problem) => problem.message).join('\n'));
+    this.name = 'EnvError';
+    this.variables = problems.map((problem) => problem.name);
+  }
+}
+
+/** Validates `record` (e.g. `process.env`): a frozen `Env`, or an `EnvError` naming every bad variable. */
+export function parseEnv(record: Readonly<Record<string, string | undefined>>): Env {
+  const values: Record<string, unknown> = {};
+  const problems: { name: EnvName; message: string }[] = [];
+  for (const name of ENV_NAMES) {
+    const variable: Variable<unknown> = VARIABLES[name];
+    const raw = record[name];
+    if (raw === undefined || raw === '') {
+      values[name] = variable.fallback;
+      continue;
+    }
+    const parsed = variable.schema.safeParse(raw);
+    if (parsed.success) values[name] = parsed.data;
+    else {
+      const message = `Invalid environment: ${name}: expected ${variable.expected}, got ${JSON.stringify(raw)}`;
+      problems.push({ name, message });
+    }
+  }
+  if (problems.length > 0) throw new EnvError(problems);
+  return Object.freeze(values) as Env;
+}
+
+/** This process's environment, read once when the first entry point module loads. */
+export const env: Env = parseEnv(process.env);

@@ -1,0 +1,170 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ENV_NAMES, type Env, EnvError, env, parseEnv } from '../../../infra/config/env.js';
+
+const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url));
+
+const DEFAULTS: Env = {
+  DATABASE_URL: null,
+  DURABLE_CONTEXT_CONFIG: null,
+  DURABLE_CONTEXT_DATA: resolve(CHECKOUT, '.data'),
+  DURABLE_CONTEXT_ADMIN_KEY: null,
+  DURABLE_CONTEXT_METRICS_KEY: null,
+  GATEWAY_PORT: 8080,
+  GATEWAY_HOST: '127.0.0.1',
+  GATEWAY_BODY_LIMIT: 1024 * 1024,
+  TEMPORAL_ADDRESS: '127.0.0.1:7233',
+  TEMPORAL_NAMESPACE: 'default',
+  TEMPORAL_PORT: 7233,
+  TEMPORAL_UI_PORT: 8233,
+  DCTX_URL: 'http://127.0.0.1:8080',
+  DCTX_KEY: null,
+  DCTX_DEBUG: false,
+};
+
+/** Runs parseEnv and returns the EnvError it throws. */
+function envError(record: Record<string, string>): EnvError {
+  try {
+    parseEnv(record);
+  } catch (error) {
+    expect(error).toBeInstanceOf(EnvError);
+    return error as EnvError;
+  }
+  throw new Error('expected an EnvError');
+}
+
+describe('parseEnv: defaults', () => {
+  it('gives every default for an empty environment', () => {
+    expect(parseEnv({})).toEqual(DEFAULTS);
+    expect(Object.keys(parseEnv({}))).toEqual(Object.keys(DEFAULTS));
+  });
+
+  it('treats an empty value as unset', () => {
+    expect(parseEnv(Object.fromEntries(ENV_NAMES.map((name) => [name, ''])))).toEqual(DEFAULTS);
+  });
+
+  it('ignores variables it does not define (provider API keys are read by name elsewhere)', () => {
+    expect(parseEnv({ OPENAI_API_KEY: 'sk-x', PATH: '/usr/bin', TEMPORAL_CLI: '/x' })).toEqual(DEFAULTS);
+  });
+
+  it('is frozen, and `env` is this process environment', () => {
+    expect(Object.isFrozen(parseEnv({}))).toBe(true);
+    expect(Object.isFrozen(env)).toBe(true);
+    expect(env).toEqual(parseEnv(process.env));
+  });
+});
+
+describe('parseEnv: valid values', () => {
+  it('reads every variable', () => {
+    const parsed = parseEnv({
+      DATABASE_URL: 'postgres://durable:pw@127.0.0.1:5432/durable_context',
+      DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
+      DURABLE_CONTEXT_DATA: '/var/lib/dc',
+      DURABLE_CONTEXT_ADMIN_KEY: 'admin_abc',
+      DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
+      GATEWAY_PORT: '0',
+      GATEWAY_HOST: '::',
+      GATEWAY_BODY_LIMIT: '2048',
+      TEMPORAL_ADDRESS: 'temporal.internal:7233',
+      TEMPORAL_NAMESPACE: 'prod-eu',
+      TEMPORAL_PORT: '65535',
+      TEMPORAL_UI_PORT: '18233',
+      DCTX_URL: 'https://dc.example.com/base',
+      DCTX_KEY: 'dctx_abc',
+      DCTX_DEBUG: 'TRUE',
+    });
+    expect(parsed).toEqual({
+      DATABASE_URL: 'postgres://durable:pw@127.0.0.1:5432/durable_context',
+      DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
+      DURABLE_CONTEXT_DATA: '/var/lib/dc',
+      DURABLE_CONTEXT_ADMIN_KEY: 'admin_abc',
+      DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
+      GATEWAY_PORT: 0,
+      GATEWAY_HOST: '::',
+      GATEWAY_BODY_LIMIT: 2048,
+      TEMPORAL_ADDRESS: 'temporal.internal:7233',
+      TEMPORAL_NAMESPACE: 'prod-eu',
+      TEMPORAL_PORT: 65535,
+      TEMPORAL_UI_PORT: 18233,
+      DCTX_URL: 'https://dc.example.com/base',
+      DCTX_KEY: 'dctx_abc',
+      DCTX_DEBUG: true,
+    });
+  });
+
+  it('resolves a relative data directory against the working directory', () => {
+    expect(parseEnv({ DURABLE_CONTEXT_DATA: 'my-data' }).DURABLE_CONTEXT_DATA).toBe(resolve('my-data'));
+  });
+
+  it.each(['127.0.0.1', 'localhost:7233', '[::1]:7233', '[::1]', 'ns.acct.tmprl.cloud:7233'])(
+    'TEMPORAL_ADDRESS %s',
+    (address) => {
+      expect(parseEnv({ TEMPORAL_ADDRESS: address }).TEMPORAL_ADDRESS).toBe(address);
+    },
+  );
+
+  it.each([
+    ['1', true],
+    ['yes', true],
+    ['On', true],
+    ['0', false],
+    ['false', false],
+    ['NO', false],
+    ['off', false],
+  ])('DCTX_DEBUG %s → %s', (text, flag) => {
+    expect(parseEnv({ DCTX_DEBUG: text }).DCTX_DEBUG).toBe(flag);
+  });
+
+  it('accepts postgresql:// as well', () => {
+    expect(parseEnv({ DATABASE_URL: 'postgresql://h/db' }).DATABASE_URL).toBe('postgresql://h/db');
+  });
+});
+
+describe('parseEnv: a bad value names the variable and the expectation', () => {
+  it.each([
+    ['GATEWAY_PORT', '80a', 'an integer port 0–65535 (0: a free port)'],
+    ['GATEWAY_PORT', '65536', 'an integer port 0–65535 (0: a free port)'],
+    ['GATEWAY_PORT', '-1', 'an integer port 0–65535 (0: a free port)'],
+    ['GATEWAY_PORT', ' 8080', 'an integer port 0–65535 (0: a free port)'],
+    ['TEMPORAL_PORT', '7233.5', 'an integer port 0–65535 (0: a free port)'],
+    ['TEMPORAL_UI_PORT', 'ui', 'an integer port 0–65535 (0: a free port)'],
+    ['GATEWAY_BODY_LIMIT', '0', 'a positive integer (bytes)'],
+    ['GATEWAY_BODY_LIMIT', '1mb', 'a positive integer (bytes)'],
+    ['GATEWAY_HOST', 'http://localhost', 'a host name or IP address'],
+    ['TEMPORAL_ADDRESS', 'localhost:port', 'host or host:port (port 1–65535)'],
+    ['TEMPORAL_ADDRESS', 'localhost:0', 'host or host:port (port 1–65535)'],
+    ['TEMPORAL_ADDRESS', 'http://localhost:7233', 'host or host:port (port 1–65535)'],
+    ['TEMPORAL_NAMESPACE', 'my namespace', 'a namespace name without whitespace'],
+    ['DATABASE_URL', 'mysql://h/db', 'a postgres:// or postgresql:// URL'],
+    ['DATABASE_URL', 'localhost', 'a postgres:// or postgresql:// URL'],
+    ['DURABLE_CONTEXT_ADMIN_KEY', 'two words', 'a key without whitespace'],
+    ['DURABLE_CONTEXT_METRICS_KEY', 'key\n', 'a key without whitespace'],
+    ['DCTX_URL', '127.0.0.1:8080', 'an http:// or https:// URL'],
+    ['DCTX_KEY', 'dctx abc', 'a tenant API key without whitespace'],
+    ['DCTX_DEBUG', 'maybe', '1, true, yes, on, 0, false, no or off'],
+  ])('%s = %j', (name, value, expected) => {
+    const error = envError({ [name]: value });
+    expect(error.message).toBe(`Invalid environment: ${name}: expected ${expected}, got ${JSON.stringify(value)}`);
+    expect(error.variables).toEqual([name]);
+    expect(error.name).toBe('EnvError');
+  });
+
+  it('reports every bad variable at once, one line each', () => {
+    const error = envError({ GATEWAY_PORT: '80a', TEMPORAL_PORT: 'x', GATEWAY_HOST: 'ok' });
+    expect(error.variables).toEqual(['GATEWAY_PORT', 'TEMPORAL_PORT']);
+    expect(error.message.split('\n')).toEqual([
+      'Invalid environment: GATEWAY_PORT: expected an integer port 0–65535 (0: a free port), got "80a"',
+      'Invalid environment: TEMPORAL_PORT: expected an integer port 0–65535 (0: a free port), got "x"',
+    ]);
+  });
+});
+
+describe('README', () => {
+  it('documents exactly the variables of the environment object, in its order', () => {
+    const readme = readFileSync(resolve(CHECKOUT, 'README.md'), 'utf8');
+    const rows = readme.split('\n').filter((line) => /^\| `[A-Z][A-Z0-9_]+` /.test(line));
+    expect(rows.map((row) => /^\| `([A-Z0-9_]+)`/.exec(row)?.[1])).toEqual([...ENV_NAMES]);
+  });
+});
