@@ -3,6 +3,7 @@
 // (load by compaction id → pure engine step → persist) and idempotent: a retry finds its stored result.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
+import type { StoredStats } from '../contracts/compaction.js';
 import { FailureType } from '../contracts/failures.js';
 import { toStorableText } from '../contracts/storableText.js';
 import {
@@ -24,7 +25,7 @@ import {
   summaryText,
   unchangedStats,
 } from '../engine/index.js';
-import { commitInPlace, commitRotation } from '../infra/db/compactionCommit.js';
+import { commitInPlace, commitRotation } from '../infra/db/compactionCommit/index.js';
 import { createCompactionRecord, getCompaction, updateCompaction } from '../infra/db/compactions.js';
 import { loadTranscript } from '../infra/db/messages.js';
 import type { CompactionRow, Database } from '../infra/db/schema.js';
@@ -32,13 +33,10 @@ import { getSession } from '../infra/db/sessions.js';
 import {
   applyPrune,
   type CompactionSnapshot,
-  failureClassOf,
   loadSnapshot,
   planOf,
   type StoredPlan,
   type StoredPrune,
-  storedPlan,
-  storedPrune,
 } from './compactionSnapshot.js';
 
 export interface CompactionRef {
@@ -122,7 +120,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
   async function snapshotWithPrune(ref: CompactionRef): Promise<CompactionSnapshot & { pruned: ChatMessage[] }> {
     const record = await requireRecord(db, ref);
     const snapshot = await loadSnapshot(db, ref.tenantId, record);
-    const prune = storedPrune(record);
+    const prune = record.prune_result;
     if (!prune) throw new Error(`compaction ${ref.compactionId} has no prune result yet`);
     return { ...snapshot, pruned: applyPrune(snapshot.input, prune) };
   }
@@ -145,7 +143,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     /** Phase 2 (S1–S4, and the empty-window check of §8.5.1) on the unpruned active transcript. */
     async align(input: AlignInput): Promise<AlignResult> {
       const record = await requireRecord(db, input);
-      const stored = storedPlan(record);
+      const stored = record.plan;
       if (stored) {
         return {
           noop: stored.noop,
@@ -201,7 +199,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     /** Phase 1 (S5): dedup and clear old tool output on the working copy; stores only the changed rows. */
     async prune(ref: CompactionRef): Promise<{ prunedCount: number }> {
       const record = await requireRecord(db, ref);
-      const existing = storedPrune(record);
+      const existing = record.prune_result;
       if (existing) return { prunedCount: existing.prunedCount };
       const { input, plan } = await loadSnapshot(db, ref.tenantId, record);
       const result = prunePhase(input, plan);
@@ -264,7 +262,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       const done = committedResult(record);
       if (done) return done;
       const llmBody = record.summary_body;
-      const failureClass = llmBody ? null : (input.fallbackFailureClass ?? failureClassOf(record) ?? 'error');
+      const failureClass = llmBody ? null : (input.fallbackFailureClass ?? record.failure_class ?? 'error');
       const summaryBody =
         llmBody ??
         toStorableText(
@@ -280,7 +278,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       const stats = compactionStats({
         tokensBefore: plan.tokensBefore,
         output,
-        prunedCount: storedPrune(record)?.prunedCount ?? 0,
+        prunedCount: record.prune_result?.prunedCount ?? 0,
         plan,
         fallbackUsed,
         summaryBody,
@@ -340,7 +338,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     ): Promise<void> {
       const record = await requireRecord(db, input);
       if (record.status === 'committed' || record.status === 'fallback') return;
-      const plan = storedPlan(record);
+      const plan = record.plan;
       await updateCompaction(db, input.tenantId, input.compactionId, {
         status: input.status,
         error: input.error ?? record.error,
@@ -370,16 +368,7 @@ export async function summarizerForSession(
 function committedResult(record: CompactionRow): ReassembleResult | null {
   if (record.status !== 'committed' && record.status !== 'fallback') return null;
   // The stored stats also carry the store's bookkeeping (commit, replay): report only CompressionStats.
-  const {
-    activeMessages: _activeMessages,
-    commit: _commit,
-    replay: _replay,
-    ...stats
-  } = record.stats as unknown as CompressionStats & {
-    activeMessages: number;
-    commit?: unknown;
-    replay?: unknown;
-  };
+  const { activeMessages: _activeMessages, commit: _commit, replay: _replay, ...stats } = record.stats as StoredStats;
   return {
     status: record.status,
     sessionId: record.new_session_id ?? record.session_id,

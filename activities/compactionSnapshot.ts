@@ -33,7 +33,7 @@ export async function loadSnapshot(
   tenantId: string,
   record: CompactionRow,
 ): Promise<CompactionSnapshot> {
-  const plan = storedPlan(record);
+  const plan = record.plan;
   if (!plan) throw new Error(`compaction ${record.id} has no plan yet (align did not run)`);
   const rows = await loadRowsByIds(db, tenantId, plan.inputRowIds);
   if (rows.length !== plan.inputRowIds.length) {

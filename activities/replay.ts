@@ -9,11 +9,11 @@ import { REPLAYABLE_STATUSES } from '../contracts/compaction.js';
 import { FailureType } from '../contracts/failures.js';
 import { toStorableText } from '../contracts/storableText.js';
 import { buildSummaryRequest, interpretSummaryReply, summaryText } from '../engine/index.js';
-import { replaceReplayedSummary } from '../infra/db/compactionCommit.js';
+import { replaceReplayedSummary } from '../infra/db/compactionCommit/index.js';
 import { getCompaction } from '../infra/db/compactions.js';
 import type { Database } from '../infra/db/schema.js';
 import { type CompactionActivityDeps, type CompactionRef, summarizerForSession } from './compaction.js';
-import { applyPrune, loadSnapshot, storedPrune } from './compactionSnapshot.js';
+import { applyPrune, loadSnapshot } from './compactionSnapshot.js';
 
 /** Why a compaction with this status cannot be replayed, or null when it can (SPEC §13.7). */
 export function notReplayableReason(record: { id: string; status: string; conversation_id: string }): string | null {
@@ -46,7 +46,7 @@ async function replayable(db: Kysely<Database>, ref: CompactionRef) {
   }
   const reason = notReplayableReason(record);
   if (reason) throw ApplicationFailure.nonRetryable(reason, FailureType.NotReplayable);
-  if (!record.plan || !storedPrune(record)) {
+  if (!record.plan || !record.prune_result) {
     throw ApplicationFailure.nonRetryable(
       `compaction ${ref.compactionId} stopped before its window was stored; there is nothing to replay`,
       FailureType.NotReplayable,
@@ -74,7 +74,7 @@ export function createReplayActivities(deps: Pick<CompactionActivityDeps, 'db' |
         );
       }
       const snapshot = await loadSnapshot(db, ref.tenantId, record);
-      const pruned = applyPrune(snapshot.input, storedPrune(record)!);
+      const pruned = applyPrune(snapshot.input, record.prune_result!);
       const built = buildSummaryRequest(pruned, snapshot.plan, {
         previousSummary: record.previous_summary,
         focusTopic: record.focus_topic,

@@ -26,3 +26,5 @@ export * from './text.js';
 export * from './thresholds.js';
 export * from './tokens.js';
 export * from './types.js';
+export * from './commit/messageKeys.js';
+export * from './commit/plan.js';

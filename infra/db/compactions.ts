@@ -1,13 +1,17 @@
 // Compaction records (SPEC §13.1): one row per compaction, keyed by the id generated in workflow code. Every phase
 // writes its result here, so each phase is idempotent and a failed compaction can be replayed from its record.
 import { type Kysely, sql } from 'kysely';
-import { COMMITTED_STATUSES, type CommitNote } from '../../contracts/compaction.js';
-import type { CompactionRow, CompactionsTable, Database } from './schema.js';
+import {
+  COMMITTED_STATUSES,
+  COMPACTION_STATUSES,
+  type CommitNote,
+  type StoredCompactionStatus,
+  type StoredCompactionTrigger,
+} from '../../contracts/compaction.js';
+import type { CompactionRow, Database } from './schema.js';
 import { CompactionNotFoundError } from './storeErrors.js';
 import { withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
-
-export type CompactionTrigger = CompactionsTable['trigger'];
 
 export { COMMITTED_STATUSES };
 
@@ -25,7 +29,7 @@ export interface NewCompaction {
   sessionId: string;
   conversationId: string;
   seq: number;
-  trigger: CompactionTrigger;
+  trigger: StoredCompactionTrigger;
   inPlace: boolean;
   focusTopic?: string | null;
   previousSummary?: string | null;
@@ -94,8 +98,7 @@ export async function lockCompaction(
 }
 
 export function commitNoteOf(record: Pick<CompactionRow, 'stats'>): CommitNote | undefined {
-  const note = record.stats?.commit;
-  return typeof note === 'object' && note !== null ? (note as CommitNote) : undefined;
+  return record.stats?.commit ?? undefined;
 }
 
 export async function getCompaction(
@@ -112,7 +115,7 @@ type Json = object | string;
 
 /** Columns a phase may write. JSON columns take objects (or JSON text); `updated_at` is set to now. */
 export interface CompactionPatch {
-  status?: string;
+  status?: StoredCompactionStatus;
   plan?: Json | null;
   prune_result?: Json | null;
   summary?: string | null;
@@ -164,10 +167,19 @@ export function updateCompaction(
 }
 
 export interface ListCompactionsOptions {
+  /** Statuses to list (values that are no status match nothing); empty or absent: all. */
   status?: readonly string[];
   sessionId?: string;
   limit?: number;
   offset?: number;
+}
+
+const STATUSES: ReadonlySet<string> = new Set(COMPACTION_STATUSES);
+
+/** The statuses a list filter asks for (null: no filter; values that are no status are dropped: no row has them). */
+function statusFilter(wanted: readonly string[] | undefined): StoredCompactionStatus[] | null {
+  if (!wanted || wanted.length === 0) return null;
+  return wanted.filter((s): s is StoredCompactionStatus => STATUSES.has(s));
 }
 
 /** Newest first (created_at, then id). */
@@ -176,9 +188,11 @@ export async function listCompactions(
   tenantId: string,
   options: ListCompactionsOptions = {},
 ): Promise<CompactionRow[]> {
+  const status = statusFilter(options.status);
+  if (status?.length === 0) return [];
   const rows = await withTenant(db, tenantId, (tx) => {
     let query = tx.selectFrom('compactions').selectAll().where('tenant_id', '=', tenantId);
-    if (options.status && options.status.length > 0) query = query.where('status', 'in', [...options.status]);
+    if (status) query = query.where('status', 'in', status);
     if (options.sessionId !== undefined) query = query.where('session_id', '=', options.sessionId);
     return query
       .orderBy('created_at', 'desc')
@@ -195,7 +209,7 @@ export async function latestCompactionOfSession(
   db: Kysely<Database>,
   tenantId: string,
   sessionId: string,
-  options: { status?: readonly string[] } = {},
+  options: { status?: readonly StoredCompactionStatus[] } = {},
 ): Promise<CompactionRow | undefined> {
   const row = await withTenant(db, tenantId, (tx) => {
     let query = tx

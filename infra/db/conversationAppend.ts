@@ -3,9 +3,10 @@
 // message is a duplicate (skipped, reported), with a different message the whole batch is refused
 // (IdempotencyConflictError). Positions continue after the last active row of the session, in batch order.
 import { type Kysely, sql } from 'kysely';
+import { canonicalJson } from '../../engine/commit/messageKeys.js';
 import type { ChatMessage } from '../../engine/types.js';
 import { addToTotals, type LogTotals, lockConversation, requireLockedConversation, totalsOf } from './conversations.js';
-import { canonicalJson, fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
+import { fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
 import { insertMessageRows, type RowTarget } from './messages.js';
 import type { Database } from './schema.js';
 import { lockSession } from './sessions.js';

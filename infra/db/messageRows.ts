@@ -1,5 +1,5 @@
-// Lossless mapping between a ChatMessage (SPEC §1.2) and the message columns of a `messages` row (SPEC §13.1),
-// and the canonical key of its wire fields used by the deep-equality match of the in-place commit (SPEC §13.2).
+// Lossless mapping between a ChatMessage (SPEC §1.2) and the message columns of a `messages` row (SPEC §13.1)
+// (the wire fields' canonical key, engine/commit/messageKeys.ts, is what the in-place commit matches, SPEC §13.2).
 //
 // Columns: string content → `content`; array content → `content_parts`; null (or missing, §18.13) → both null;
 // `tool_calls`, `tool_call_id`; `name` → `tool_name` on tool rows, else kept in `extra`; every other runtime
@@ -11,6 +11,7 @@
 // U+FFFD in their place, for search and SQL; reading the row returns the raw message (issue #9 §1: such content
 // round-trips, it never wedges a write).
 import { hasUnstorableText, toStorableJson } from '../../contracts/storableText.js';
+import { runtimeProperties, storedContent, WIRE_FIELDS } from '../../engine/commit/messageKeys.js';
 import type { ChatMessage, ContentPart, Role, ToolCall } from '../../engine/types.js';
 
 /** The message columns of a row, JSON values parsed (as pg returns jsonb). */
@@ -26,41 +27,18 @@ export interface MessageFields {
   raw_message: string | null;
 }
 
-/** Properties that have their own column (or are never stored); everything else goes to `extra`. */
-const OWN_COLUMNS: ReadonlySet<string> = new Set([
-  'role',
-  'content',
-  'tool_calls',
-  'tool_call_id',
-  'name',
-  'cache_control',
-]);
-
-function withoutCacheControl(part: ContentPart): ContentPart {
-  if (!('cache_control' in part)) return part;
-  const { cache_control: _dropped, ...rest } = part;
-  return rest as ContentPart;
-}
-
 function contentColumns(content: ChatMessage['content'] | undefined): Pick<MessageFields, 'content' | 'content_parts'> {
-  if (typeof content === 'string') return { content, content_parts: null };
-  if (Array.isArray(content)) return { content: null, content_parts: content.map(withoutCacheControl) };
-  if (content === null || content === undefined) return { content: null, content_parts: null };
-  throw new TypeError(`message content must be a string, an array of parts or null, got ${typeof content}`);
+  const stored = storedContent(content);
+  return typeof stored === 'string'
+    ? { content: stored, content_parts: null }
+    : { content: null, content_parts: stored };
 }
 
+/** `extra`: the runtime properties, and `name` on non-tool rows (tool rows keep it in `tool_name`). */
 function extraProperties(message: ChatMessage): Record<string, unknown> | null {
-  let extra: Record<string, unknown> | null = null;
-  for (const [key, value] of Object.entries(message)) {
-    if (value === undefined || OWN_COLUMNS.has(key)) continue;
-    extra ??= {};
-    extra[key] = value;
-  }
-  if (message.role !== 'tool' && message.name !== undefined) {
-    extra ??= {};
-    extra.name = message.name;
-  }
-  return extra;
+  const extra = runtimeProperties(message);
+  if (message.role === 'tool' || message.name === undefined) return extra;
+  return { ...extra, name: message.name };
 }
 
 function columnsOf(message: ChatMessage): Omit<MessageFields, 'raw_message'> {
@@ -110,7 +88,7 @@ function columnsToMessage(row: Omit<MessageColumns, 'raw_message'>): ChatMessage
   if (row.extra !== null) {
     for (const [key, value] of Object.entries(row.extra)) {
       if (key === 'name') message.name ??= value as string;
-      else if (!OWN_COLUMNS.has(key)) message[key] = value;
+      else if (!WIRE_FIELDS.has(key)) message[key] = value;
     }
   }
   return message;
@@ -119,29 +97,4 @@ function columnsToMessage(row: Omit<MessageColumns, 'raw_message'>): ChatMessage
 /** The message as it reads back after storing it (cache_control dropped, missing content → null). */
 export function toStoredMessage(message: ChatMessage): ChatMessage {
   return fieldsToMessage(messageToFields(message));
-}
-
-/** JSON with object keys sorted and undefined properties omitted: equal values give equal strings. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-}
-
-/**
- * Canonical string over the wire fields (role, content, tool_calls, tool_call_id, name; SPEC §1.2) of the message as
- * stored: two messages are deep-equal on the wire fields exactly when their keys are equal.
- */
-export function wireKey(message: ChatMessage): string {
-  const { content, content_parts } = contentColumns(message.content);
-  return canonicalJson([
-    message.role,
-    content_parts ?? content,
-    message.tool_calls ?? null,
-    message.tool_call_id ?? null,
-    message.name ?? null,
-  ]);
 }

@@ -1,14 +1,30 @@
-// The database schema as one typed interface (kysely). Mirrors migrations/; SPEC §13.1.
+// The database schema as one typed interface (kysely). Mirrors migrations/; SPEC §13.1. JSON columns read as their
+// stored shapes (contracts/, engine/) and are written as JSON text; status and trigger columns use the contracts'
+// unions (their CHECK constraints list the same values).
 import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable, Updateable } from 'kysely';
+import type {
+  StoredCompactionStatus,
+  StoredCompactionTrigger,
+  StoredPlan,
+  StoredPrune,
+  StoredStats,
+} from '../../contracts/compaction.js';
+import type { ConversationStatus } from '../../contracts/conversation.js';
+import type { CompressorState } from '../../engine/compressorState.js';
+import type { SummaryFailureClass } from '../../engine/fallbackSummary.js';
+import type { ContentPart, ToolCall } from '../../engine/types.js';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+/** A jsonb column: read as T, written as JSON text. */
 type Json<T extends object> = JSONColumnType<T, string, string>;
+/** A nullable jsonb column (absent on insert reads as NULL). */
+type NullableJson<T extends object> = JSONColumnType<T | null, string | null | undefined, string | null>;
 
 export interface TenantsTable {
   id: string;
   name: string;
-  policy: ColumnType<Record<string, unknown>, string | undefined, string>;
+  policy: JSONColumnType<Record<string, unknown>, string | undefined, string>;
   policy_version: Generated<number>;
   created_at: Timestamp;
 }
@@ -34,7 +50,7 @@ export interface SessionsTable {
   parent_session_id: string | null;
   compression_count: Generated<number>;
   responses_native_disabled: Generated<boolean>;
-  compressor_state: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  compressor_state: NullableJson<Partial<CompressorState>>;
 }
 
 export interface MessagesTable {
@@ -45,11 +61,11 @@ export interface MessagesTable {
   conversation_id: string;
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string | null;
-  content_parts: ColumnType<unknown[] | null, string | null | undefined, string | null>;
-  tool_calls: ColumnType<unknown[] | null, string | null | undefined, string | null>;
+  content_parts: NullableJson<ContentPart[]>;
+  tool_calls: NullableJson<ToolCall[]>;
   tool_call_id: string | null;
   tool_name: string | null;
-  extra: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  extra: NullableJson<Record<string, unknown>>;
   /** The exact message as JSON text when it holds characters text/jsonb cannot store (messageRows.ts). */
   raw_message: string | null;
   timestamp: Timestamp;
@@ -86,7 +102,8 @@ export interface ConversationsTable {
   applied_seq: Generated<number>;
   active_messages: Generated<number>;
   active_tokens: Generated<number>;
-  state: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  /** The workflow's published status (storable JSON, written by publishState). */
+  state: NullableJson<ConversationStatus>;
 }
 
 export interface CompactionsTable {
@@ -95,18 +112,18 @@ export interface CompactionsTable {
   session_id: string;
   conversation_id: string;
   seq: number;
-  trigger: 'preflight' | 'post_response' | 'manual' | 'hygiene' | 'codex_app_server';
-  status: Generated<string>;
+  trigger: StoredCompactionTrigger;
+  status: ColumnType<StoredCompactionStatus, StoredCompactionStatus | undefined, StoredCompactionStatus>;
   in_place: Generated<boolean>;
   focus_topic: string | null;
   previous_summary: string | null;
-  plan: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
-  prune_result: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  plan: NullableJson<StoredPlan>;
+  prune_result: NullableJson<StoredPrune>;
   summary: string | null;
   summary_body: string | null;
   fallback_used: Generated<boolean>;
-  failure_class: string | null;
-  stats: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  failure_class: SummaryFailureClass | null;
+  stats: NullableJson<StoredStats>;
   replayable: Generated<boolean>;
   compacted_row_ids: ColumnType<number[], number[] | undefined, number[]>;
   new_session_id: string | null;

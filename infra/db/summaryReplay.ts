@@ -30,8 +30,7 @@ export interface ReplayOutcome {
 }
 
 function replayNoteOf(record: CompactionRow): ReplayNote | undefined {
-  const note = record.stats?.replay;
-  return typeof note === 'object' && note !== null ? (note as ReplayNote) : undefined;
+  return record.stats?.replay ?? undefined;
 }
 
 /** The session holding the compaction's summary row: the new one after a rotation. */

@@ -3,7 +3,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type CompactionTrigger, createCompactionRecord, updateCompaction } from '../../../infra/db/compactions.js';
+import type { StoredCompactionStatus, StoredCompactionTrigger } from '../../../contracts/compaction.js';
+import { createCompactionRecord, updateCompaction } from '../../../infra/db/compactions.js';
 import { createSession } from '../../../infra/db/sessions.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
@@ -37,8 +38,8 @@ let seq = 0;
 /** A compaction of `tenantId` written as the store writes it (the tenant role), then moved to `status`. */
 async function compaction(
   tenantId: string,
-  trigger: CompactionTrigger,
-  status: string | null,
+  trigger: StoredCompactionTrigger,
+  status: StoredCompactionStatus | null,
   tokens?: { before: number; after: number },
 ): Promise<string> {
   seq += 1;

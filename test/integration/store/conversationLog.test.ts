@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
-import { commitInPlace, commitRotation } from '../../../infra/db/compactionCommit.js';
+import { commitInPlace, commitRotation } from '../../../infra/db/compactionCommit/index.js';
 import { createCompactionRecord } from '../../../infra/db/compactions.js';
 import { appendToConversation } from '../../../infra/db/conversationAppend.js';
 import { createConversation, getConversation, recordApplied, waitApplied } from '../../../infra/db/conversations.js';

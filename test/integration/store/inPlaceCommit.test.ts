@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SYSTEM_NOTE } from '../../../engine/constants.js';
 import type { ChatMessage } from '../../../engine/types.js';
-import { commitInPlace, SESSION_COMPRESS_EVENT } from '../../../infra/db/compactionCommit.js';
+import { commitInPlace, SESSION_COMPRESS_EVENT } from '../../../infra/db/compactionCommit/index.js';
 import { getCompaction } from '../../../infra/db/compactions.js';
 import { appendMessages } from '../../../infra/db/conversationAppend.js';
 import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
@@ -338,7 +338,7 @@ describe('commitInPlace', () => {
       summaryIndex: 0,
       summaryBody: 'x',
       fallbackUsed: false,
-      stats: {},
+      stats: statsFor('x'),
     };
     await expect(commitInPlace(testDb.db, TENANT, { ...base, compactionId: compactionOfA })).rejects.toBeInstanceOf(
       CompactionNotFoundError,

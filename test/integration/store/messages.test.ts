@@ -1,9 +1,10 @@
 // Message rows on the real PostgreSQL: lossless ChatMessage ⇄ row mapping, idempotent appends, reads.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { wireKey } from '../../../engine/commit/messageKeys.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { appendMessages } from '../../../infra/db/conversationAppend.js';
-import { fieldsToMessage, messageToFields, toStoredMessage, wireKey } from '../../../infra/db/messageRows.js';
+import { fieldsToMessage, messageToFields, toStoredMessage } from '../../../infra/db/messageRows.js';
 import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
 import { SessionNotFoundError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';

@@ -95,7 +95,7 @@ describe('compaction records', () => {
     const updated = await updateCompaction(testDb.db, 'records-co', 'c-1', {
       plan: { headEnd: 1, cut: 3, inputRowIds: [1, 2, 3] },
       prune_result: JSON.stringify({ prunedCount: 2 }),
-      status: 'summarizing',
+      status: 'running',
       attempts: 2,
       failure_class: 'timeout',
       compacted_row_ids: [5, 6],
@@ -103,13 +103,13 @@ describe('compaction records', () => {
     expect(updated).toMatchObject({
       plan: { headEnd: 1, cut: 3, inputRowIds: [1, 2, 3] },
       prune_result: { prunedCount: 2 },
-      status: 'summarizing',
+      status: 'running',
       attempts: 2,
       failure_class: 'timeout',
       compacted_row_ids: [5, 6],
     });
     expect(updated!.updated_at.getTime()).toBeGreaterThanOrEqual(first.updated_at.getTime());
-    expect(await updateCompaction(testDb.db, 'records-co', 'missing', { status: 'x' })).toBeUndefined();
+    expect(await updateCompaction(testDb.db, 'records-co', 'missing', { status: 'failed' })).toBeUndefined();
     expect((await getCompaction(testDb.db, 'records-co', 'c-1'))?.compacted_row_ids).toEqual([5, 6]);
 
     await createCompactionRecord(testDb.db, 'records-co', { ...base, id: 'c-2', seq: 2 });
@@ -119,8 +119,11 @@ describe('compaction records', () => {
     const all = await listCompactions(testDb.db, 'records-co');
     expect(all.map((c) => c.id)).toEqual(['c-3', 'c-2', 'c-1']);
     expect(
-      (await listCompactions(testDb.db, 'records-co', { status: ['failed', 'summarizing'] })).map((c) => c.id),
+      (await listCompactions(testDb.db, 'records-co', { status: ['failed', 'running', 'no-such-status'] })).map(
+        (c) => c.id,
+      ),
     ).toEqual(['c-3', 'c-1']);
+    expect(await listCompactions(testDb.db, 'records-co', { status: ['no-such-status'] })).toEqual([]);
     expect((await listCompactions(testDb.db, 'records-co', { limit: 1, offset: 1 })).map((c) => c.id)).toEqual(['c-2']);
     expect(await listCompactions(testDb.db, 'records-co', { sessionId: 'other' })).toEqual([]);
     expect((await latestCompactionOfSession(testDb.db, 'records-co', seeded.sessionId))?.id).toBe('c-3');

@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
-import { type CommitOutcome, commitRotation } from '../../../infra/db/compactionCommit.js';
+import { type CommitOutcome, commitRotation } from '../../../infra/db/compactionCommit/index.js';
 import { getCompaction } from '../../../infra/db/compactions.js';
 import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
 import {
@@ -243,7 +243,7 @@ describe('commitRotation', () => {
         summaryIndex: 0,
         summaryBody: 'x',
         fallbackUsed: false,
-        stats: {},
+        stats: statsFor('x'),
       }),
     ).rejects.toBeInstanceOf(TranscriptChangedError);
     expect(await getSession(testDb.db, TENANT, newSessionId)).toBeUndefined();

@@ -1,7 +1,7 @@
 // Shared builders for the session-store tests: a tenant with a session and a transcript, and message shorthands.
 import type { Kysely } from 'kysely';
 import { SUMMARY_PREFIX } from '../../../engine/constants.js';
-import type { ChatMessage } from '../../../engine/types.js';
+import type { ChatMessage, CompressionStats } from '../../../engine/types.js';
 import { createCompactionRecord } from '../../../infra/db/compactions.js';
 import { appendMessages } from '../../../infra/db/conversationAppend.js';
 import { loadTranscript, type StoredMessage } from '../../../infra/db/messages.js';
@@ -85,7 +85,7 @@ export async function newCompaction(
 }
 
 /** A plausible CompressionStats for a commit. */
-export function statsFor(body: string, fallbackUsed = false): Record<string, unknown> {
+export function statsFor(body: string, fallbackUsed = false): CompressionStats {
   return {
     tokensBefore: 1000,
     tokensAfter: 200,

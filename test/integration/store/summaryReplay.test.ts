@@ -1,7 +1,7 @@
 // Replacing a replayed fallback summary (SPEC §13.7) on the real PostgreSQL.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
-import { commitInPlace, commitRotation, replaceReplayedSummary } from '../../../infra/db/compactionCommit.js';
+import { commitInPlace, commitRotation, replaceReplayedSummary } from '../../../infra/db/compactionCommit/index.js';
 import { getCompaction } from '../../../infra/db/compactions.js';
 import { appendMessages } from '../../../infra/db/conversationAppend.js';
 import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';

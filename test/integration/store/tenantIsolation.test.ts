@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueApiKey } from '../../../infra/db/apiKeys.js';
-import { commitInPlace, commitRotation, replaceReplayedSummary } from '../../../infra/db/compactionCommit.js';
+import { commitInPlace, commitRotation, replaceReplayedSummary } from '../../../infra/db/compactionCommit/index.js';
 import { getCompaction, listCompactions, updateCompaction } from '../../../infra/db/compactions.js';
 import { appendMessages } from '../../../infra/db/conversationAppend.js';
 import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';

@@ -1,7 +1,7 @@
 // The linear greedy match equals the literal SPEC §13.2 step 1 algorithm.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { matchCarriedRows } from '../../../infra/db/carryMatch.js';
+import { matchCarriedRows } from '../../../engine/commit/carryMatch.js';
 
 /** SPEC §13.2 step 1, literally: the smallest unmatched r ≥ p with an equal key. */
 function literalMatch(oldKeys: readonly string[], newKeys: readonly string[]): number[] {

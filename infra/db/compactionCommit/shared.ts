@@ -1,0 +1,218 @@
+// What both commit modes share: the locks, the transcript check, the rows appended since, the totals, the record and
+// the `session:compress` event (SPEC §13.2 step 6, §13.3 step 5, §13.5), and the stored outcome of a repeated commit.
+//
+// The log keeps growing while a compaction runs (the gateway commits batches independently, DESIGN.md §3): the rows
+// the compaction read must still be the first active rows, in order; every row appended since is kept after the
+// output, in order (positions renumbered; after a rotation they move to the new session). The conversation's totals
+// and version are updated under its lock (conversation → session → compaction, as every writer).
+import { type Kysely, sql } from 'kysely';
+import type { CommitNote } from '../../../contracts/compaction.js';
+import { SUMMARY_PREFIX } from '../../../engine/constants.js';
+import type { ChatMessage } from '../../../engine/types.js';
+import { commitNoteOf, lockCompaction } from '../compactions.js';
+import { type LogTotals, lockConversation, setTotals, totalsOf } from '../conversations.js';
+import { type StoredMessage, selectActiveRows, selectTranscriptTotals } from '../messages.js';
+import type { CompactionRow, ConversationRow, Database, SessionRow } from '../schema.js';
+import { lockSession } from '../sessions.js';
+import { CompactionNotFoundError, TranscriptChangedError } from '../storeErrors.js';
+import type { TenantTx } from '../tenant.js';
+import type { CommitInput, CommitOutcome } from './types.js';
+
+export const SESSION_COMPRESS_EVENT = 'session:compress';
+
+/** SPEC §8.5.7: the summary text is SUMMARY_PREFIX + '\n' + body; the stats carry it when the engine produced it. */
+function summaryTextOf(input: CommitInput): string {
+  return typeof input.stats.summary === 'string' ? input.stats.summary : `${SUMMARY_PREFIX}\n${input.summaryBody}`;
+}
+
+/** The rows the compaction read (still the first active rows, in order) and the rows appended since. */
+export async function readTranscript(
+  tx: Kysely<Database>,
+  tenantId: string,
+  sessionId: string,
+  expectedRowIds: readonly number[],
+): Promise<{ rows: StoredMessage[]; since: StoredMessage[] }> {
+  const active = await selectActiveRows(tx, tenantId, sessionId);
+  const rows = active.slice(0, expectedRowIds.length);
+  const prefix = rows.length === expectedRowIds.length && rows.every((row, i) => row.id === expectedRowIds[i]);
+  if (!prefix) {
+    throw new TranscriptChangedError(
+      sessionId,
+      expectedRowIds,
+      active.map((r) => r.id),
+    );
+  }
+  return { rows, since: active.slice(expectedRowIds.length) };
+}
+
+/**
+ * Locks conversation, session and compaction record, in that order. The record's conversation is read first
+ * (it never changes) so that the conversation lock can come first.
+ */
+export async function lockForCommit(tx: TenantTx, tenantId: string, compactionId: string, sessionId: string) {
+  const owner = await tx
+    .selectFrom('compactions')
+    .select('conversation_id')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', compactionId)
+    .executeTakeFirst();
+  if (!owner) throw new CompactionNotFoundError(compactionId);
+  const conversation = await lockConversation(tx, tenantId, owner.conversation_id);
+  const session = await lockSession(tx, tenantId, sessionId);
+  const record = await lockCompaction(tx, tenantId, compactionId, sessionId);
+  return { conversation, session, record };
+}
+
+/** Updates the conversation record (when the session is its current one) with the committed transcript. */
+export async function commitTotals(
+  tx: TenantTx,
+  tenantId: string,
+  conversation: ConversationRow | undefined,
+  readSessionId: string,
+  sessionId: string,
+): Promise<LogTotals | null> {
+  if (!conversation || conversation.current_session_id !== readSessionId) return null;
+  // Read back after the writes: exact, whatever was appended meanwhile.
+  const live = await selectTranscriptTotals(tx, tenantId, sessionId);
+  return setTotals(tx, tenantId, conversation.id, {
+    ...live,
+    ...(sessionId !== readSessionId ? { currentSessionId: sessionId } : {}),
+  });
+}
+
+/** Rows appended since the compaction read: positions right after the output, in order (and their new session). */
+export async function keepRowsSince(
+  tx: TenantTx,
+  tenantId: string,
+  since: readonly StoredMessage[],
+  output: readonly ChatMessage[],
+  sessionId: string,
+): Promise<void> {
+  const moves = since
+    .map((row, i) => ({ id: row.id, position: output.length + i, moved: row.sessionId !== sessionId }))
+    .filter((m, i) => m.moved || since[i]!.position !== m.position);
+  if (moves.length === 0) return;
+  await sql`
+    UPDATE messages AS m SET position = v.position, session_id = ${sessionId}
+      FROM jsonb_to_recordset(${JSON.stringify(moves)}::jsonb) AS v(id bigint, position integer)
+     WHERE m.tenant_id = ${tenantId} AND m.id = v.id`.execute(tx);
+}
+
+/** The outcome of a compaction committed before: read back, nothing written. */
+export async function storedOutcome(
+  tx: Kysely<Database>,
+  tenantId: string,
+  record: CompactionRow,
+  conversation: ConversationRow | undefined,
+): Promise<CommitOutcome> {
+  const note = commitNoteOf(record);
+  let compressionCount = note?.compressionCount;
+  if (compressionCount === undefined) {
+    const event = await tx
+      .selectFrom('events')
+      .select('payload')
+      .where('tenant_id', '=', tenantId)
+      .where('type', '=', SESSION_COMPRESS_EVENT)
+      .where('compaction_id', '=', record.id)
+      .executeTakeFirst();
+    compressionCount = Number(event?.payload.compression_count ?? 0);
+  }
+  const rotated = record.new_session_id !== null;
+  return {
+    compactionId: record.id,
+    status: record.status === 'fallback' ? 'fallback' : 'committed',
+    inPlace: !rotated,
+    sessionId: record.new_session_id ?? record.session_id,
+    oldSessionId: rotated ? record.session_id : '',
+    compressionCount,
+    compactedRowIds: record.compacted_row_ids,
+    insertedRowIds: note?.insertedRowIds ?? [],
+    summaryRowId: note?.summaryRowId ?? null,
+    alreadyCommitted: true,
+    keptSinceRowIds: note?.keptSinceRowIds ?? [],
+    totals: conversation ? totalsOf(conversation) : null,
+  };
+}
+
+/** What a commit mode wrote, for the record and the event. */
+export interface Written {
+  input: CommitInput;
+  /** The session the compaction read. */
+  session: SessionRow;
+  /** The session holding the compacted transcript: the same one in place, the new one after a rotation. */
+  sessionId: string;
+  compressionCount: number;
+  compactedRowIds: number[];
+  insertedRowIds: number[];
+  summaryRowId: number | null;
+  keptSinceRowIds: number[];
+  totals: LogTotals | null;
+}
+
+/** SPEC §13.2 step 6 / §13.3 step 5: the compaction record and the event, in the commit's transaction. */
+export async function finishCompaction(tx: Kysely<Database>, tenantId: string, w: Written): Promise<CommitOutcome> {
+  const { input } = w;
+  const inPlace = w.sessionId === w.session.id;
+  const oldSessionId = inPlace ? '' : w.session.id;
+  const status = input.fallbackUsed ? 'fallback' : 'committed';
+  const note: CommitNote = {
+    summaryRowId: w.summaryRowId,
+    insertedRowIds: w.insertedRowIds,
+    compressionCount: w.compressionCount,
+    keptSinceRowIds: w.keptSinceRowIds,
+  };
+  await tx
+    .updateTable('compactions')
+    .set({
+      status,
+      in_place: inPlace,
+      new_session_id: inPlace ? null : w.sessionId,
+      fallback_used: input.fallbackUsed,
+      replayable: input.fallbackUsed,
+      summary: summaryTextOf(input),
+      summary_body: input.summaryBody,
+      stats: JSON.stringify({ ...input.stats, commit: note }),
+      compacted_row_ids: w.compactedRowIds,
+      // `error` is kept: for a fallback it says why the summary failed (the operator's reason to replay).
+      completed_at: sql`now()`,
+      updated_at: sql`now()`,
+    })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', input.compactionId)
+    .execute();
+  // SPEC §13.5 payload; the unique index events_once_per_compaction keeps it to one event per compaction.
+  const payload = {
+    platform: input.platform ?? w.session.source,
+    session_id: w.sessionId,
+    old_session_id: oldSessionId,
+    in_place: inPlace,
+    compression_count: w.compressionCount,
+  };
+  await tx
+    .insertInto('events')
+    .values({
+      tenant_id: tenantId,
+      session_id: w.sessionId,
+      type: SESSION_COMPRESS_EVENT,
+      payload: JSON.stringify(payload),
+      compaction_id: input.compactionId,
+    })
+    .onConflict((oc) =>
+      oc.columns(['tenant_id', 'type', 'compaction_id']).where('compaction_id', 'is not', null).doNothing(),
+    )
+    .execute();
+  return {
+    compactionId: input.compactionId,
+    status,
+    inPlace,
+    sessionId: w.sessionId,
+    oldSessionId,
+    compressionCount: w.compressionCount,
+    compactedRowIds: w.compactedRowIds,
+    insertedRowIds: w.insertedRowIds,
+    summaryRowId: w.summaryRowId,
+    alreadyCommitted: false,
+    keptSinceRowIds: w.keptSinceRowIds,
+    totals: w.totals,
+  };
+}
