@@ -1,7 +1,7 @@
 // Bearer authentication: a tenant key (stored hashed) scopes every request to its tenant; the admin key (from the
 // environment) may create tenants, keys and policies.
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { tenantForApiKey } from '../../infra/db/apiKeys.js';
 import type { Database } from '../../infra/db/schema.js';
@@ -9,6 +9,7 @@ import { HttpError } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /** The tenant of the bearer key: set by `requireTenant`'s hook before any handler runs. */
     tenantId: string;
   }
 }
@@ -27,6 +28,15 @@ export function tenantAuth(db: Kysely<Database>) {
     if (!tenantId) throw new HttpError(401, 'invalid API key');
     request.tenantId = tenantId;
   };
+}
+
+/**
+ * Scopes the routes of a plugin to the tenant of the bearer key: declares `request.tenantId` (fastify's
+ * decorateRequest, so every request object has the same shape) and sets it before any handler runs (401 otherwise).
+ */
+export function requireTenant(app: FastifyInstance, db: Kysely<Database>): void {
+  app.decorateRequest('tenantId', '');
+  app.addHook('preHandler', tenantAuth(db));
 }
 
 export function adminAuth(adminKey: string | null) {

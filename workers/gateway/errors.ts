@@ -4,7 +4,9 @@
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isTemporalOutage, TemporalUnavailableError } from '../../clients/conversationClient.js';
 import { ChatUnavailableError, InvalidRequestError } from '../../clients/conversations.js';
+import { HTTP_REASONS } from '../../contracts/http/common.js';
 import { ConfigError } from '../../engine/index.js';
 import { classifyDbError, refusedWriteMessage } from '../../infra/db/dbErrors.js';
 import {
@@ -13,7 +15,6 @@ import {
   IdempotencyConflictError,
   SessionNotFoundError,
 } from '../../infra/db/storeErrors.js';
-import { isTemporalOutage, TemporalUnavailableError } from '../../clients/conversationClient.js';
 
 export class HttpError extends Error {
   constructor(
@@ -26,22 +27,6 @@ export class HttpError extends Error {
 }
 
 export const notFound = (what: string) => new HttpError(404, what);
-
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  408: 'Request Timeout',
-  409: 'Conflict',
-  413: 'Payload Too Large',
-  415: 'Unsupported Media Type',
-  422: 'Unprocessable Entity',
-  431: 'Request Header Fields Too Large',
-  500: 'Internal Server Error',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-};
 
 /** Seconds a client should wait before retrying after an outage. */
 const OUTAGE_RETRY_AFTER_S = 2;
@@ -115,5 +100,5 @@ export function errorHandler(error: FastifyError | Error, request: FastifyReques
   const { status, message, retryAfter } = classify(error);
   if (status >= 500 && status !== 503) request.log.error({ err: error }, 'request failed');
   if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
-  void reply.status(status).send({ error: REASONS[status] ?? 'Error', message, statusCode: status });
+  void reply.status(status).send({ error: HTTP_REASONS[status] ?? 'Error', message, statusCode: status });
 }

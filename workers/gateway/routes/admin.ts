@@ -1,41 +1,38 @@
-// Admin routes (admin key): tenants, their API keys and their compression policy.
-import type { FastifyInstance } from 'fastify';
+// Admin routes (admin key): tenants, their API keys and their compression policy. Schemas: contracts/http/admin.ts.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
+import {
+  CreateKeyBody,
+  CreateTenantBody,
+  IssuedKey,
+  PolicyBody,
+  Tenant,
+  TenantParams,
+  TenantPolicy,
+} from '../../../contracts/http/admin.js';
+import { errorResponses } from '../../../contracts/http/common.js';
 import { validateTenantPolicy } from '../../../infra/config/tenantPolicy.js';
 import { issueApiKey } from '../../../infra/db/apiKeys.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { ensureTenant, getTenant, getTenantPolicy, setTenantPolicy } from '../../../infra/db/tenants.js';
 import { adminAuth } from '../auth.js';
 import { notFound } from '../errors.js';
-import { errorSchema, textSchema } from '../schemas.js';
 
-const tenantIdParam = {
-  type: 'object',
-  required: ['tenantId'],
-  properties: { tenantId: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' } },
-} as const;
+/** Every admin route: a bad body, no or a wrong admin key, an outage, a fault. */
+const adminErrors = [400, 401, 403, 413, 415, 500, 503] as const;
 
-export function adminRoutes(deps: { db: Kysely<Database>; adminKey: string | null }) {
-  return async (app: FastifyInstance) => {
+export function adminRoutes(deps: { db: Kysely<Database>; adminKey: string | null }): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.addHook('preHandler', adminAuth(deps.adminKey));
 
-    app.post<{ Body: { id: string; name?: string; policy?: Record<string, unknown> } }>(
+    app.post(
       '/v1/tenants',
       {
         schema: {
           tags: ['admin'],
           summary: 'Create a tenant (idempotent), optionally with a compression policy',
-          body: {
-            type: 'object',
-            required: ['id'],
-            additionalProperties: false,
-            properties: {
-              id: tenantIdParam.properties.tenantId,
-              name: textSchema(200, 1),
-              policy: { type: 'object' },
-            },
-          },
-          response: { 201: { type: 'object', additionalProperties: true }, 400: errorSchema },
+          body: CreateTenantBody,
+          response: { 201: Tenant, ...errorResponses(...adminErrors) },
         },
       },
       async (request, reply) => {
@@ -52,18 +49,15 @@ export function adminRoutes(deps: { db: Kysely<Database>; adminKey: string | nul
       },
     );
 
-    app.post<{ Params: { tenantId: string }; Body: { label?: string } }>(
+    app.post(
       '/v1/tenants/:tenantId/keys',
       {
         schema: {
           tags: ['admin'],
           summary: 'Issue an API key for a tenant (shown once; stored hashed)',
-          params: tenantIdParam,
-          body: {
-            type: 'object',
-            additionalProperties: false,
-            properties: { label: textSchema(200) },
-          },
+          params: TenantParams,
+          body: CreateKeyBody,
+          response: { 201: IssuedKey, ...errorResponses(...adminErrors, 404) },
         },
       },
       async (request, reply) => {
@@ -74,14 +68,15 @@ export function adminRoutes(deps: { db: Kysely<Database>; adminKey: string | nul
       },
     );
 
-    app.put<{ Params: { tenantId: string }; Body: Record<string, unknown> }>(
+    app.put(
       '/v1/tenants/:tenantId/policy',
       {
         schema: {
           tags: ['admin'],
           summary: 'Replace the tenant compression policy (any compression.* key of config.yaml, snake_case)',
-          params: tenantIdParam,
-          body: { type: 'object' },
+          params: TenantParams,
+          body: PolicyBody,
+          response: { 200: TenantPolicy, ...errorResponses(...adminErrors, 404) },
         },
       },
       async (request) => {

@@ -1,43 +1,44 @@
-// Compaction routes (tenant key): list by status, replay one (SPEC §13.7).
-import type { FastifyInstance } from 'fastify';
+// Compaction routes (tenant key): list by status, replay one (SPEC §13.7). Schemas: contracts/http/compactions.ts.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
 import { notReplayableReason } from '../../../activities/replay.js';
 import type { Conversations } from '../../../clients/conversations.js';
-import { COMPACTION_STATUSES } from '../../../contracts/compaction.js';
+import type { StoredCompactionStatus } from '../../../contracts/compaction.js';
+import { errorResponses } from '../../../contracts/http/common.js';
+import {
+  CompactionList,
+  CompactionParams,
+  DEFAULT_COMPACTIONS_LIMIT,
+  ListCompactionsQuery,
+  ReplayResult,
+} from '../../../contracts/http/compactions.js';
 import { getCompaction, listCompactions } from '../../../infra/db/compactions.js';
 import type { Database } from '../../../infra/db/schema.js';
-import { tenantAuth } from '../auth.js';
+import { requireTenant } from '../auth.js';
 import { HttpError, notFound } from '../errors.js';
-import { offsetSchema } from '../schemas.js';
 
-const STATUSES = COMPACTION_STATUSES;
+export function compactionRoutes(deps: {
+  db: Kysely<Database>;
+  conversations: Conversations;
+}): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    requireTenant(app, deps.db);
 
-export function compactionRoutes(deps: { db: Kysely<Database>; conversations: Conversations }) {
-  return async (app: FastifyInstance) => {
-    app.addHook('preHandler', tenantAuth(deps.db));
-
-    app.get<{ Querystring: { status?: string; limit?: number; offset?: number } }>(
+    app.get(
       '/v1/compactions',
       {
         schema: {
           tags: ['compactions'],
           summary: 'List compactions, newest first; status is a comma-separated filter (e.g. fallback,failed,aborted)',
-          querystring: {
-            type: 'object',
-            additionalProperties: false,
-            properties: {
-              status: { type: 'string', pattern: `^(${STATUSES.join('|')})(,(${STATUSES.join('|')}))*$` },
-              limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
-              offset: { ...offsetSchema, default: 0 },
-            },
-          },
+          querystring: ListCompactionsQuery,
+          response: { 200: CompactionList, ...errorResponses(400, 401, 500, 503) },
         },
       },
       async (request) => {
         const status = request.query.status?.split(',');
         const rows = await listCompactions(deps.db, request.tenantId, {
           ...(status ? { status } : {}),
-          limit: request.query.limit ?? 50,
+          limit: request.query.limit ?? DEFAULT_COMPACTIONS_LIMIT,
           offset: request.query.offset ?? 0,
         });
         return {
@@ -47,20 +48,21 @@ export function compactionRoutes(deps: { db: Kysely<Database>; conversations: Co
             sessionId: c.session_id,
             seq: c.seq,
             trigger: c.trigger,
-            status: c.status,
+            // Written by the store from the contract's statuses only (contracts/compaction.ts).
+            status: c.status as StoredCompactionStatus,
             replayable: c.replayable,
             failureClass: c.failure_class,
             error: c.error,
             attempts: c.attempts,
             stats: c.stats,
-            createdAt: c.created_at,
-            completedAt: c.completed_at,
+            createdAt: c.created_at.toISOString(),
+            completedAt: c.completed_at?.toISOString() ?? null,
           })),
         };
       },
     );
 
-    app.post<{ Params: { compactionId: string } }>(
+    app.post(
       '/v1/compactions/:compactionId/replay',
       {
         schema: {
@@ -68,11 +70,8 @@ export function compactionRoutes(deps: { db: Kysely<Database>; conversations: Co
           summary:
             'Replay a compaction that used the fallback summary with the current summarizer (SPEC §13.7); an ' +
             'aborted or failed one committed nothing and is refused with 409',
-          params: {
-            type: 'object',
-            required: ['compactionId'],
-            properties: { compactionId: { type: 'string', format: 'uuid' } },
-          },
+          params: CompactionParams,
+          response: { 200: ReplayResult, ...errorResponses(400, 401, 404, 409, 413, 415, 422, 500, 502, 503) },
         },
       },
       async (request) => {

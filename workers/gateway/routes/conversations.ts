@@ -1,11 +1,27 @@
 // Conversation routes (tenant key): create, post messages, prepared context, manual compress, status, messages.
 // Accepted means stored: a batch is committed to PostgreSQL before 202; reads come from PostgreSQL (never the
 // worker); what needs the workflow waits a bounded time, then answers 503 with Retry-After (issue #9 §6).
+// Schemas: contracts/http/conversations.ts.
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
 import type { Conversations } from '../../../clients/conversations.js';
-import type { ChatTurnRequest, IncomingMessage, SubmitMessages } from '../../../contracts/conversation.js';
+import type { SubmitMessages } from '../../../contracts/conversation.js';
+import { errorResponses } from '../../../contracts/http/common.js';
+import {
+  AcceptedMessages,
+  CompactBody,
+  ContextQuery,
+  ConversationParams,
+  CreateConversationBody,
+  CreatedConversation,
+  MessagesAnswer,
+  MessagesQuery,
+  PostMessagesBody,
+  PreparedContext,
+  StoredMessages,
+} from '../../../contracts/http/conversations.js';
+import { CompactionReport, PublishedStatus } from '../../../contracts/http/status.js';
 import {
   applyAnthropicCacheControl,
   type CacheTtl,
@@ -15,20 +31,8 @@ import {
 } from '../../../engine/index.js';
 import { listMessages, loadTranscript } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
-import { tenantAuth } from '../auth.js';
+import { requireTenant } from '../auth.js';
 import { HttpError } from '../errors.js';
-import {
-  chatMessageSchema,
-  conversationIdParam,
-  errorSchema,
-  idempotencyKeySchema,
-  MAX_CONTEXT_LENGTH,
-  statusSchema,
-  textSchema,
-  usageSchema,
-} from '../schemas.js';
-
-type ChatTool = NonNullable<ChatTurnRequest['tools']>[number];
 
 export interface ConversationRouteDeps {
   db: Kysely<Database>;
@@ -37,71 +41,24 @@ export interface ConversationRouteDeps {
   defaultModel: { model: string; provider: string | null; contextLength: number | null };
 }
 
-type Params = { conversationId: string };
+/** Every tenant route: bad input, no or a wrong key, an outage, a fault; routes with a body add 413 and 415. */
+const readErrors = [400, 401, 500, 503] as const;
+const writeErrors = [...readErrors, 413, 415] as const;
 
-const createBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    conversationId: conversationIdParam.properties.conversationId,
-    model: textSchema(200, 1),
-    provider: textSchema(100, 1),
-    contextLength: { type: 'integer', minimum: 1, maximum: MAX_CONTEXT_LENGTH },
-    source: textSchema(64, 1),
-    title: textSchema(500),
-  },
-} as const;
-
-const messagesBody = {
-  type: 'object',
-  required: ['messages'],
-  additionalProperties: false,
-  properties: {
-    messages: {
-      type: 'array',
-      minItems: 1,
-      items: {
-        type: 'object',
-        required: ['message', 'idempotencyKey'],
-        additionalProperties: false,
-        properties: { message: chatMessageSchema, idempotencyKey: idempotencyKeySchema },
-      },
-    },
-    usage: usageSchema,
-    wait: { type: 'boolean', description: 'Wait until the batch is processed (including any compaction it triggers)' },
-    respond: {
-      type: 'boolean',
-      description:
-        'Chat backend mode: run the main model after appending and answer with its reply (tool calls for the client ' +
-        'to run; send their results the same way). Needs a configured LLM provider.',
-    },
-    tools: { type: 'array', items: { type: 'object' }, description: 'OpenAI-shaped function tools for respond' },
-  },
-} as const;
-
-export function conversationRoutes(deps: ConversationRouteDeps) {
+export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAsyncTypebox {
   const { conversations } = deps;
 
-  return async (app: FastifyInstance) => {
-    app.addHook('preHandler', tenantAuth(deps.db));
+  return async (app) => {
+    requireTenant(app, deps.db);
 
-    app.post<{
-      Body: {
-        conversationId?: string;
-        model?: string;
-        provider?: string;
-        contextLength?: number;
-        source?: string;
-        title?: string;
-      };
-    }>(
+    app.post(
       '/v1/conversations',
       {
         schema: {
           tags: ['conversations'],
           summary: 'Create a conversation (idempotent for a given conversationId)',
-          body: createBody,
-          response: { 201: statusSchema, 400: errorSchema, 503: errorSchema },
+          body: CreateConversationBody,
+          response: { 201: CreatedConversation, ...errorResponses(...writeErrors) },
         },
       },
       async (request, reply) => {
@@ -119,16 +76,7 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
       },
     );
 
-    app.post<{
-      Params: Params;
-      Body: {
-        messages: IncomingMessage[];
-        usage?: SubmitMessages['usage'];
-        wait?: boolean;
-        respond?: boolean;
-        tools?: ChatTool[];
-      };
-    }>(
+    app.post(
       '/v1/conversations/:conversationId/messages',
       {
         schema: {
@@ -137,16 +85,12 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
             'Append messages (user, or assistant/tool with the reported usage); idempotency key per message, unique ' +
             'per conversation (the same key with another message is 409). 202 once stored. With respond: true the ' +
             'system runs the agent turn and answers with the reply.',
-          params: conversationIdParam,
-          body: messagesBody,
+          params: ConversationParams,
+          body: PostMessagesBody,
           response: {
-            202: statusSchema,
-            200: statusSchema,
-            400: errorSchema,
-            404: errorSchema,
-            409: errorSchema,
-            422: errorSchema,
-            503: errorSchema,
+            202: AcceptedMessages,
+            200: MessagesAnswer,
+            ...errorResponses(...writeErrors, 404, 409, 422, 502),
           },
         },
       },
@@ -176,7 +120,7 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
       },
     );
 
-    app.get<{ Params: Params; Querystring: { model?: string; provider?: string } }>(
+    app.get(
       '/v1/conversations/:conversationId/context',
       {
         schema: {
@@ -184,12 +128,9 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
           summary:
             'The prepared context: compacted, sanitised, cache-marked message list for a model, after every ' +
             'decision due for the accepted messages (503 with Retry-After when the worker does not catch up)',
-          params: conversationIdParam,
-          querystring: {
-            type: 'object',
-            additionalProperties: false,
-            properties: { model: textSchema(200, 1), provider: textSchema(100, 1) },
-          },
+          params: ConversationParams,
+          querystring: ContextQuery,
+          response: { 200: PreparedContext, ...errorResponses(...readErrors, 404) },
         },
       },
       async (request) => {
@@ -218,18 +159,15 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
       },
     );
 
-    app.post<{ Params: Params; Body: { focusTopic?: string } }>(
+    app.post(
       '/v1/conversations/:conversationId/compact',
       {
         schema: {
           tags: ['conversations'],
           summary: 'Manual compress (forced), with an optional focus topic',
-          params: conversationIdParam,
-          body: {
-            type: 'object',
-            additionalProperties: false,
-            properties: { focusTopic: textSchema(2000) },
-          },
+          params: ConversationParams,
+          body: CompactBody,
+          response: { 200: CompactionReport, ...errorResponses(...writeErrors, 404, 422, 502) },
         },
       },
       async (request) => {
@@ -239,7 +177,7 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
       },
     );
 
-    app.get<{ Params: Params }>(
+    app.get(
       '/v1/conversations/:conversationId/status',
       {
         schema: {
@@ -247,20 +185,22 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
           summary:
             'Status: tokens, threshold, usage, compactions — as last published by the conversation workflow, with ' +
             'batchSeq (accepted batches) and appliedSeq (decided on); read from PostgreSQL, never the worker',
-          params: conversationIdParam,
+          params: ConversationParams,
+          response: { 200: PublishedStatus, ...errorResponses(...readErrors, 404) },
         },
       },
       async (request) => conversations.status(request.tenantId, request.params.conversationId),
     );
 
-    app.get<{ Params: Params; Querystring: { archived?: boolean } }>(
+    app.get(
       '/v1/conversations/:conversationId/messages',
       {
         schema: {
           tags: ['conversations'],
           summary: 'Messages of the current session: active only, or with archived (compacted) rows',
-          params: conversationIdParam,
-          querystring: { type: 'object', additionalProperties: false, properties: { archived: { type: 'boolean' } } },
+          params: ConversationParams,
+          querystring: MessagesQuery,
+          response: { 200: StoredMessages, ...errorResponses(...readErrors, 404) },
         },
       },
       async (request) => {
@@ -275,7 +215,7 @@ export function conversationRoutes(deps: ConversationRouteDeps) {
             position: r.position,
             active: r.active,
             compacted: r.compacted,
-            timestamp: r.timestamp,
+            timestamp: r.timestamp.toISOString(),
             message: r.message,
           })),
         };

@@ -1,7 +1,11 @@
 // Operations routes: liveness (no key) and Prometheus metrics (behind `metricsKey` when one is configured).
+// Schemas: contracts/http/ops.ts.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Kysely, sql } from 'kysely';
+import { errorResponses } from '../../../contracts/http/common.js';
+import { Healthy, MetricsText, Unhealthy } from '../../../contracts/http/ops.js';
 import type { Database } from '../../../infra/db/schema.js';
 import type { Metrics } from '../../../infra/metrics/registry.js';
 import { HttpError } from '../errors.js';
@@ -27,11 +31,18 @@ function requireMetricsKey(key: string) {
   };
 }
 
-export function opsRoutes(deps: OpsDeps) {
-  return async (app: FastifyInstance) => {
+export function opsRoutes(deps: OpsDeps): FastifyPluginAsyncTypebox {
+  return async (app) => {
     app.get(
       '/healthz',
-      { schema: { tags: ['ops'], summary: 'Liveness: the database answers' } },
+      {
+        schema: {
+          tags: ['ops'],
+          summary: 'Liveness: the database answers',
+          security: [],
+          response: { 200: Healthy, 503: Unhealthy, ...errorResponses(500) },
+        },
+      },
       async (_request, reply) => {
         try {
           await sql`SELECT 1`.execute(deps.db);
@@ -44,7 +55,11 @@ export function opsRoutes(deps: OpsDeps) {
     app.get(
       '/metrics',
       {
-        schema: { tags: ['ops'], summary: 'Prometheus metrics' },
+        schema: {
+          tags: ['ops'],
+          summary: 'Prometheus metrics (with a metrics key configured: Authorization: Bearer <metrics key>)',
+          response: { 200: MetricsText, ...errorResponses(401, 500) },
+        },
         ...(deps.metricsKey ? { onRequest: requireMetricsKey(deps.metricsKey) } : {}),
       },
       async (_request, reply) => {

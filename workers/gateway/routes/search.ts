@@ -1,65 +1,19 @@
 // Search route (tenant key): SPEC §14 over the tenant's stored messages, archived ones included. `GET /v1/search?q=`
 // for short queries, `POST /v1/search` with a JSON body for long ones (a long CJK query does not fit in a URL).
 // Both take the same options and the same query limit; a query SPEC §14.3 would cut is cut at 2,048 characters.
-import type { FastifyInstance } from 'fastify';
+// Schemas: contracts/http/search.ts.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
+import { errorResponses } from '../../../contracts/http/common.js';
+import { SearchBody, SearchQuery, SearchResults } from '../../../contracts/http/search.js';
 import { routeQuery } from '../../../engine/search/query.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { searchMessages } from '../../../infra/db/search/index.js';
 import type { Metrics } from '../../../infra/metrics/registry.js';
-import { tenantAuth } from '../auth.js';
-import { offsetSchema, textSchema } from '../schemas.js';
+import { requireTenant } from '../auth.js';
 
-/** The longest query text accepted (SPEC §14.9: a query of 10,000 characters is cut to 2,048 and completes). */
-export const MAX_QUERY_CHARS = 10_000;
-
-const ROLE_LIST = '^(system|user|assistant|tool)(,(system|user|assistant|tool))*$';
-const SORTS = ['relevance', 'newest', 'oldest'] as const;
-
-interface SearchRequest {
-  q: string;
-  sources?: string | string[];
-  excludeSources?: string | string[];
-  roles?: string | string[];
-  includeInactive?: boolean;
-  sort?: (typeof SORTS)[number];
-  limit?: number;
-  offset?: number;
-}
-
-const common = {
-  includeInactive: { type: 'boolean' },
-  sort: { type: 'string', enum: SORTS },
-  limit: { type: 'integer', minimum: 1, maximum: 100 },
-  offset: offsetSchema,
-} as const;
-
-const querystring = {
-  type: 'object',
-  required: ['q'],
-  additionalProperties: false,
-  properties: {
-    q: textSchema(MAX_QUERY_CHARS),
-    sources: { ...textSchema(2_000), description: 'comma-separated' },
-    excludeSources: { ...textSchema(2_000), description: 'comma-separated' },
-    roles: { type: 'string', pattern: ROLE_LIST },
-    ...common,
-  },
-} as const;
-
-const sourceList = { type: 'array', maxItems: 100, items: textSchema(64, 1) } as const;
-const body = {
-  type: 'object',
-  required: ['q'],
-  additionalProperties: false,
-  properties: {
-    q: textSchema(MAX_QUERY_CHARS),
-    sources: sourceList,
-    excludeSources: sourceList,
-    roles: { type: 'array', items: { type: 'string', enum: ['system', 'user', 'assistant', 'tool'] } },
-    ...common,
-  },
-} as const;
+/** Both forms of a search request: lists as comma-separated text (querystring) or as arrays (JSON body). */
+type SearchRequest = SearchQuery | SearchBody;
 
 const list = (v: string | string[] | undefined) =>
   Array.isArray(v)
@@ -71,7 +25,7 @@ const list = (v: string | string[] | undefined) =>
           .filter(Boolean)
       : undefined;
 
-export function searchRoutes(deps: { db: Kysely<Database>; metrics: Metrics }) {
+export function searchRoutes(deps: { db: Kysely<Database>; metrics: Metrics }): FastifyPluginAsyncTypebox {
   async function run(tenantId: string, q: SearchRequest) {
     const end = deps.metrics.searchDuration.startTimer({ path: routeQuery(q.q) });
     try {
@@ -93,18 +47,32 @@ export function searchRoutes(deps: { db: Kysely<Database>; metrics: Metrics }) {
     }
   }
 
-  return async (app: FastifyInstance) => {
-    app.addHook('preHandler', tenantAuth(deps.db));
+  return async (app) => {
+    requireTenant(app, deps.db);
     const summary =
       'Search the tenant’s messages (Latin via tsvector, CJK via trigram/bigram + LIKE), archived included';
-    app.get<{ Querystring: SearchRequest }>(
+    app.get(
       '/v1/search',
-      { schema: { tags: ['search'], summary, querystring } },
+      {
+        schema: {
+          tags: ['search'],
+          summary,
+          querystring: SearchQuery,
+          response: { 200: SearchResults, ...errorResponses(400, 401, 500, 503) },
+        },
+      },
       async (request) => run(request.tenantId, request.query),
     );
-    app.post<{ Body: SearchRequest }>(
+    app.post(
       '/v1/search',
-      { schema: { tags: ['search'], summary: `${summary}; the query in a JSON body (for long queries)`, body } },
+      {
+        schema: {
+          tags: ['search'],
+          summary: `${summary}; the query in a JSON body (for long queries)`,
+          body: SearchBody,
+          response: { 200: SearchResults, ...errorResponses(400, 401, 413, 415, 500, 503) },
+        },
+      },
       async (request) => run(request.tenantId, request.body),
     );
   };

@@ -1,0 +1,61 @@
+// HTTP contract of the compaction routes (workers/gateway/routes/compactions.ts, tenant key): the list by status and
+// the replay of a compaction that used the fallback summary (SPEC §13.7).
+
+import { type Static, Type } from 'typebox';
+import { COMPACTION_STATUSES, COMPACTION_TRIGGERS, type StoredStats } from '../compaction.js';
+import { isoDateTime, MAX_OFFSET, nullable, openObject, stringEnum } from './common.js';
+
+const statusList = `^(${COMPACTION_STATUSES.join('|')})(,(${COMPACTION_STATUSES.join('|')}))*$`;
+
+export const DEFAULT_COMPACTIONS_LIMIT = 50;
+
+export const ListCompactionsQuery = Type.Object(
+  {
+    status: Type.Optional(Type.String({ pattern: statusList })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: DEFAULT_COMPACTIONS_LIMIT })),
+    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0 })),
+  },
+  { additionalProperties: false },
+);
+export type ListCompactionsQuery = Static<typeof ListCompactionsQuery>;
+
+export const CompactionParams = Type.Object({ compactionId: Type.String({ format: 'uuid' }) });
+
+export const CompactionSummary = Type.Object({
+  id: Type.String(),
+  conversationId: Type.String(),
+  sessionId: Type.String(),
+  seq: Type.Integer(),
+  trigger: stringEnum(COMPACTION_TRIGGERS),
+  status: stringEnum(COMPACTION_STATUSES),
+  replayable: Type.Boolean({ description: 'Used the fallback summary: POST …/replay regenerates it' }),
+  failureClass: nullable(Type.String()),
+  error: nullable(Type.String()),
+  attempts: Type.Integer(),
+  stats: nullable(openObject<StoredStats>('SPEC §8.8 stats, with the commit and replay notes')),
+  createdAt: isoDateTime,
+  completedAt: nullable(isoDateTime),
+});
+export type CompactionSummary = Static<typeof CompactionSummary>;
+
+export const CompactionList = Type.Object(
+  { compactions: Type.Array(CompactionSummary) },
+  { description: 'Compactions, newest first' },
+);
+export type CompactionList = Static<typeof CompactionList>;
+
+export const ReplayResult = Type.Object(
+  {
+    compactionId: Type.String(),
+    status: stringEnum(['replaced', 'recorded', 'failed'], {
+      description:
+        'replaced: the new summary replaced the fallback in the live transcript; recorded: kept in the record ' +
+        'only (no longer the latest compaction); failed: the summarizer failed again (see error)',
+    }),
+    reason: nullable(Type.String()),
+    summaryBody: nullable(Type.String()),
+    error: nullable(Type.String()),
+  },
+  { description: 'What the replay did' },
+);
+export type ReplayResult = Static<typeof ReplayResult>;
