@@ -6,7 +6,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
 import { FailureType } from '../contracts/failures.js';
-import { type CacheTtl, type ChatMessage, sanitizeToolPairs } from '../engine/index.js';
+import { type CacheTtl, prepareContext } from '../engine/index.js';
 import { updateCompaction } from '../infra/db/compactions.js';
 import { appendToConversation } from '../infra/db/conversationAppend.js';
 import { getConversation, totalsOf } from '../infra/db/conversations.js';
@@ -95,13 +95,16 @@ export function createRespondActivities(deps: RespondDeps) {
       }
       const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
       const rows = await loadTranscript(db, input.tenantId, input.sessionId);
-      const messages: ChatMessage[] = sanitizeToolPairs(rows.map((r) => r.message));
+      // The same prepared context as the gateway's /context route (engine/prepareContext.ts).
+      const context = prepareContext(
+        rows.map((r) => r.message),
+        { model: input.model, cachingRoute: provider.cachingRoute, cacheTtl: deps.cacheTtl },
+      );
       const result = await chatCompletion({
         provider: client,
         model: input.model,
-        messages,
+        context,
         ...(input.tools ? { tools: input.tools } : {}),
-        cache: deps.cacheTtl ? { ttl: deps.cacheTtl } : null,
         signal: Context.current().cancellationSignal,
       });
       // The reply and the turn record in one transaction: a crash leaves both or neither.

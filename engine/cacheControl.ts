@@ -75,6 +75,11 @@ function markedIndexes(messages: readonly ChatMessage[], nativeAnthropic: boolea
   return marked;
 }
 
+/** Every marker removed (the messages sent when caching is off); never mutates. */
+export function stripCacheMarkers(messages: readonly ChatMessage[]): ChatMessage[] {
+  return messages.map(stripMarkers);
+}
+
 /** SPEC §12.2. Never mutates; idempotent; at most 4 markers. */
 export function applyAnthropicCacheControl(
   messages: readonly ChatMessage[],

@@ -4,9 +4,9 @@
 // are sent (SPEC §1.2: extra runtime properties stay home). Every SDK error leaves as an ApplicationFailure.
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
-import { applyAnthropicCacheControl, promptCachingState } from '../../engine/cacheControl.js';
 import type { CacheTtl } from '../../engine/config.js';
 import { ModelNotAvailableError, resolveModelAlias } from '../../engine/modelRegistry.js';
+import { type PreparedContext, withCacheMarkers } from '../../engine/prepareContext.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../../engine/types.js';
 import { fromAnthropicResponse, toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
 import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
@@ -16,18 +16,26 @@ import type { ChatResult, ChatTool, ChatUsage, FinishReason } from './types.js';
 /** Anthropic requires `max_tokens`; used when the caller gives none. */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8_192;
 
-export interface ChatCompletionInput {
+interface ChatCallInput {
   provider: ProviderClient;
   /** The model as configured; a `-900k` alias is sent as its base model. */
   model: string;
-  messages: readonly ChatMessage[];
   tools?: readonly ChatTool[];
   /** Output limit. OpenAI kind: omitted when absent. Anthropic kind: DEFAULT_ANTHROPIC_MAX_TOKENS when absent. */
   maxTokens?: number;
   signal?: AbortSignal;
-  /** `prompt_caching.cache_ttl` (SPEC §2.3); null disables caching. */
-  cache: { ttl: CacheTtl } | null;
 }
+
+/** Either a context prepared by the caller (engine/prepareContext.ts), or messages to cache-mark for this call. */
+export type ChatCompletionInput = ChatCallInput &
+  (
+    | { context: PreparedContext }
+    | {
+        messages: readonly ChatMessage[];
+        /** `prompt_caching.cache_ttl` (SPEC §2.3); null disables caching. */
+        cache: { ttl: CacheTtl } | null;
+      }
+  );
 
 /** The `cache` option from `prompt_caching.cache_ttl` (SPEC §2.3: a falsy value disables caching). */
 export function cacheOption(promptCaching: { cacheTtl: CacheTtl | null }): { ttl: CacheTtl } | null {
@@ -43,42 +51,14 @@ function sendAsModel(model: string, site: LlmCallSite): string {
   }
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// Cache markers (SPEC §12).
-
-function withoutPartMarker(part: ContentPart): ContentPart {
-  if (part.cache_control === undefined) return part;
-  const { cache_control: _removed, ...rest } = part;
-  return rest as ContentPart;
-}
-
-function withoutMarkers(message: ChatMessage): ChatMessage {
-  const partsMarked = Array.isArray(message.content) && message.content.some((p) => p.cache_control !== undefined);
-  if (message.cache_control === undefined && !partsMarked) return message;
-  const { cache_control: _removed, ...rest } = message;
-  if (!partsMarked) return rest;
-  return { ...rest, content: (message.content as ContentPart[]).map(withoutPartMarker) };
-}
-
-interface PreparedMessages {
-  messages: ChatMessage[];
-  cachingEnabled: boolean;
-}
-
-function prepareMessages(input: ChatCompletionInput, model: string): PreparedMessages {
-  const state = promptCachingState({
+/** The messages to send: prepared by the caller, or cache-marked here for the model that is sent (SPEC §12). */
+function preparedOf(input: ChatCompletionInput, model: string): PreparedContext {
+  if ('context' in input) return input.context;
+  return withCacheMarkers(input.messages, {
     model,
-    provider: input.provider.cachingRoute ?? undefined,
+    cachingRoute: input.provider.cachingRoute,
     cacheTtl: input.cache?.ttl ?? null,
   });
-  if (!state.enabled || state.ttl === null) {
-    return { messages: input.messages.map(withoutMarkers), cachingEnabled: false };
-  }
-  const messages = applyAnthropicCacheControl(input.messages, {
-    cacheTtl: state.ttl,
-    nativeAnthropic: state.nativeAnthropic,
-  });
-  return { messages, cachingEnabled: true };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -150,7 +130,7 @@ async function openAIChat(
   client: OpenAIProviderClient,
   input: ChatCompletionInput,
   model: string,
-  prepared: PreparedMessages,
+  prepared: PreparedContext,
   site: LlmCallSite,
 ): Promise<ChatResult> {
   const body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming = {
@@ -174,7 +154,7 @@ async function openAIChat(
     refusal: choice.message.refusal ?? null,
     usage: openAIUsage(completion.usage),
     model,
-    cachingEnabled: prepared.cachingEnabled,
+    cachingEnabled: prepared.caching.enabled,
   };
 }
 
@@ -219,7 +199,7 @@ async function anthropicChat(
   client: AnthropicProviderClient,
   input: ChatCompletionInput,
   model: string,
-  prepared: PreparedMessages,
+  prepared: PreparedContext,
   site: LlmCallSite,
 ): Promise<ChatResult> {
   const { system, messages } = toAnthropicRequest(prepared.messages);
@@ -244,7 +224,7 @@ async function anthropicChat(
     refusal: null,
     usage: anthropicUsage(response.usage),
     model,
-    cachingEnabled: prepared.cachingEnabled,
+    cachingEnabled: prepared.caching.enabled,
   };
 }
 
@@ -257,7 +237,7 @@ async function anthropicChat(
 export async function chatCompletion(input: ChatCompletionInput): Promise<ChatResult> {
   const site: LlmCallSite = { provider: input.provider.id, model: input.model };
   const model = sendAsModel(input.model, site);
-  const prepared = prepareMessages(input, model);
+  const prepared = preparedOf(input, model);
   if (input.provider.kind === 'anthropic') return anthropicChat(input.provider, input, model, prepared, site);
   return openAIChat(input.provider, input, model, prepared, site);
 }

@@ -304,6 +304,18 @@ export function chatProviderOf(
 }
 
 /**
+ * The caching route of the provider a conversation's context goes to (SPEC §12.1): the configured provider's, else
+ * the well-known provider's of that id (so `anthropic` and `openrouter` cache without a providers: section), else
+ * none.
+ */
+export function cachingRouteFor(config: ProvidersConfig | null, conversationProvider: string | null): CachingRoute {
+  const configured = chatProviderOf(config, conversationProvider);
+  if (configured) return configured.cachingRoute;
+  const id = conversationProvider ?? config?.main.provider ?? null;
+  return id === null ? null : (defaultProvider(id)?.cachingRoute ?? null);
+}
+
+/**
  * Why the agent turn (chat backend mode) cannot run for a conversation — no provider configured, or its API key is
  * not set — or null. The gateway refuses such a request before storing anything; the respond activity checks the
  * same rule (issue #9 §7).

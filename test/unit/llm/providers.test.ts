@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import {
+  cachingRouteFor,
   ProviderKeyMissingError,
   parseProvidersConfig,
   providerApiKey,
@@ -156,5 +157,29 @@ describe('providerServingModel (auxiliary.compression.provider: auto)', () => {
     ['mistral-small', 'main-fallback'],
   ])('%s → %s', (model, expected) => {
     expect(providerServingModel(model, providers, 'main-fallback')).toBe(expected);
+  });
+});
+
+describe('cachingRouteFor: the route the prepared context is marked for', () => {
+  it('follows the configured provider, by host for OpenRouter under another id', () => {
+    const config = providersOf(`
+model: { default: anthropic/claude-sonnet-5, provider: router }
+providers:
+  router: { base_url: https://openrouter.ai/api/v1 }
+  local: { base_url: http://127.0.0.1:11434/v1 }
+  anthropic: {}
+`);
+    expect(cachingRouteFor(config, null)).toBe('openrouter');
+    expect(cachingRouteFor(config, 'local')).toBeNull();
+    expect(cachingRouteFor(config, 'anthropic')).toBe('anthropic');
+  });
+
+  it('knows the well-known providers without a providers: section, and nothing else', () => {
+    const empty = providersOf('');
+    expect(cachingRouteFor(empty, 'anthropic')).toBe('anthropic');
+    expect(cachingRouteFor(empty, 'openrouter')).toBe('openrouter');
+    expect(cachingRouteFor(empty, 'openai')).toBeNull();
+    expect(cachingRouteFor(empty, 'mystery')).toBeNull();
+    expect(cachingRouteFor(null, null)).toBeNull();
   });
 });
