@@ -30,6 +30,7 @@ import { createCompactionRecord, getCompaction, updateCompaction } from '../infr
 import { loadTranscript } from '../infra/db/messages.js';
 import type { CompactionRow, Database } from '../infra/db/schema.js';
 import { getSession } from '../infra/db/sessions.js';
+import { LlmFailure } from '../infra/llm/errors.js';
 import {
   applyPrune,
   type CompactionSnapshot,
@@ -239,7 +240,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         await updateCompaction(db, ref.tenantId, ref.compactionId, { error: toStorableText(message.slice(0, 2_000)) });
-        if (err instanceof ApplicationFailure) throw err;
+        if (err instanceof ApplicationFailure || err instanceof LlmFailure) throw err;
         throw ApplicationFailure.retryable(message, 'SummarizerError');
       }
       const outcome = interpretSummaryReply(reply);

@@ -1,6 +1,8 @@
 // One wrapper around every activity of the worker (issue #9 §1, §3 and §5):
 // - it heartbeats while the activity runs, so a task lost with a killed worker is retried within the heartbeat
 //   timeout (workflows/activityOptions.ts) instead of its start-to-close timeout;
+// - it hands a provider call's LlmFailure (infra/llm/errors.ts) to Temporal as an ApplicationFailure of its type,
+//   retryability and retry delay;
 // - it turns errors no retry can fix into non-retryable ApplicationFailures with a type from contracts/failures.ts:
 //   the store's domain errors, PostgreSQL errors of the "can never succeed" classes (data exception, constraint,
 //   limit), configuration errors and programming errors. A retryable error is one a later attempt may not see
@@ -10,6 +12,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { FailureType } from '../contracts/failures.js';
 import { ConfigError } from '../engine/index.js';
 import { classifyDbError, refusedWriteMessage } from '../infra/db/dbErrors.js';
+import { LlmFailure } from '../infra/llm/errors.js';
 import {
   CompactionNotFoundError,
   CompactionNotReplayableError,
@@ -33,9 +36,18 @@ function permanentType(err: unknown): string | null {
   return null;
 }
 
-/** `err` as the activity's failure: non-retryable when no retry can fix it, else unchanged. */
+/** `err` as the activity's failure: a provider's classified failure as is, non-retryable when no retry can fix it. */
 export function activityFailure(err: unknown): unknown {
   if (err instanceof ApplicationFailure) return err;
+  if (err instanceof LlmFailure) {
+    return ApplicationFailure.create({
+      message: err.message,
+      type: err.type,
+      nonRetryable: err.nonRetryable,
+      details: [err.details],
+      ...(err.nextRetryDelay !== undefined ? { nextRetryDelay: err.nextRetryDelay } : {}),
+    });
+  }
   const type = permanentType(err);
   if (type === null) return err;
   // A refused write is reported without PostgreSQL's message, which may quote the data (message content).

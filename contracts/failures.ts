@@ -1,5 +1,5 @@
 // The failure type names (ApplicationFailure.type) the activities raise and the workflows and the gateway read,
-// defined once. Provider failures have their own catalogue (infra/llm/errors.ts LlmFailureType).
+// defined once: the host's own (FailureType) and a provider call's (LlmFailureType, classified by infra/llm/errors.ts).
 export const FailureType = {
   /** A record the activity needs does not exist (for this tenant). */
   NotFound: 'NotFound',
@@ -24,3 +24,25 @@ export const FailureType = {
   IdempotencyConflict: 'IdempotencyConflict',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+/** Failure types of a provider call (SPEC §9.2). `EmptySummary` is the one the compaction workflow maps to class `empty`. */
+export const LlmFailureType = {
+  RateLimited: 'ProviderRateLimited',
+  Unavailable: 'ProviderUnavailable',
+  Timeout: 'ProviderTimeout',
+  Connection: 'ProviderConnectionError',
+  Aborted: 'ProviderRequestAborted',
+  AuthError: 'ProviderAuthError',
+  PermissionDenied: 'ProviderPermissionDenied',
+  QuotaExceeded: 'ProviderQuotaExceeded',
+  NotFound: 'ProviderNotFound',
+  BadRequest: 'ProviderBadRequest',
+  ContextTooLong: 'ContextTooLong',
+  ConfigError: 'ProviderConfigError',
+  ModelNotAvailable: 'ModelNotAvailable',
+  Unknown: 'ProviderError',
+  EmptySummary: FailureType.EmptySummary,
+  SummaryRefused: 'SummaryRefused',
+  SummaryTruncated: 'SummaryTruncated',
+} as const;
+export type LlmFailureType = (typeof LlmFailureType)[keyof typeof LlmFailureType];

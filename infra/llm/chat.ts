@@ -1,7 +1,7 @@
 // One chat call to either provider kind (DESIGN.md §5), non-streaming. Before sending: a `-900k` alias is reduced
 // to its base model (SPEC §4.3), cache markers are placed when SPEC §12.1 says caching is on (Claude via the
 // native Anthropic API or OpenRouter, a truthy TTL) and removed otherwise, and only the wire fields of each message
-// are sent (SPEC §1.2: extra runtime properties stay home). Every SDK error leaves as an ApplicationFailure.
+// are sent (SPEC §1.2: extra runtime properties stay home). Every SDK error leaves as an LlmFailure.
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import type { CacheTtl } from '../../engine/config.js';
@@ -232,7 +232,7 @@ async function anthropicChat(
 
 /**
  * One non-streaming chat call. Resolves with the reply, whatever its finish reason (a refusal or truncation is for
- * the caller to judge); rejects with an ApplicationFailure from `errors.ts`.
+ * the caller to judge); rejects with an LlmFailure from `errors.ts`.
  */
 export async function chatCompletion(input: ChatCompletionInput): Promise<ChatResult> {
   const site: LlmCallSite = { provider: input.provider.id, model: input.model };

@@ -1,5 +1,6 @@
-// Provider errors → Temporal `ApplicationFailure` (SPEC §9.2, DESIGN.md §3). Retries are Temporal's job (the SDK
-// clients run with maxRetries 0), so this file decides what a retry may fix: network errors, timeouts, HTTP 408,
+// Provider errors → `LlmFailure` (SPEC §9.2, DESIGN.md §3): a plain error with a failure type and whether a retry may
+// fix it; the activity guard (activities/guard.ts) hands it to Temporal as an ApplicationFailure, so this adapter
+// does not depend on Temporal. Retries are Temporal's job (the SDK clients run with maxRetries 0): network errors, timeouts, HTTP 408,
 // 429 and 5xx are retryable (429/5xx honour `retry-after-ms` / `retry-after` through `nextRetryDelay`); auth,
 // permission, quota, 404, bad requests and "context too long" are not. Messages name the provider, model, status
 // and error type only: a provider's error body never travels further (and never into a summary, SPEC §9.6).
@@ -9,36 +10,16 @@ import {
   APIConnectionError as AnthropicConnectionError,
   APIConnectionTimeoutError as AnthropicTimeoutError,
 } from '@anthropic-ai/sdk';
-import { ApplicationFailure } from '@temporalio/common';
 import {
   APIUserAbortError as OpenAIAbortError,
   APIError as OpenAIAPIError,
   APIConnectionError as OpenAIConnectionError,
   APIConnectionTimeoutError as OpenAITimeoutError,
 } from 'openai';
+import { LlmFailureType } from '../../contracts/failures.js';
 import { ProviderKeyMissingError } from './providers.js';
 
-/** Failure types (ApplicationFailure.type). `EmptySummary` is the one the compaction workflow maps to class `empty`. */
-export const LlmFailureType = {
-  RateLimited: 'ProviderRateLimited',
-  Unavailable: 'ProviderUnavailable',
-  Timeout: 'ProviderTimeout',
-  Connection: 'ProviderConnectionError',
-  Aborted: 'ProviderRequestAborted',
-  AuthError: 'ProviderAuthError',
-  PermissionDenied: 'ProviderPermissionDenied',
-  QuotaExceeded: 'ProviderQuotaExceeded',
-  NotFound: 'ProviderNotFound',
-  BadRequest: 'ProviderBadRequest',
-  ContextTooLong: 'ContextTooLong',
-  ConfigError: 'ProviderConfigError',
-  ModelNotAvailable: 'ModelNotAvailable',
-  Unknown: 'ProviderError',
-  EmptySummary: 'EmptySummary',
-  SummaryRefused: 'SummaryRefused',
-  SummaryTruncated: 'SummaryTruncated',
-} as const;
-export type LlmFailureType = (typeof LlmFailureType)[keyof typeof LlmFailureType];
+export { LlmFailureType } from '../../contracts/failures.js';
 
 /** Where a call went; carried in the failure's details (no request or response bodies). */
 export interface LlmCallSite {
@@ -112,19 +93,36 @@ export function retryAfterMs(headers: Headers | undefined, now: () => number = D
   return null;
 }
 
+/** A failed provider call, classified: its type, whether a retry may fix it and when to retry (429/5xx). */
+export class LlmFailure extends Error {
+  readonly type: LlmFailureType;
+  readonly nonRetryable: boolean;
+  /** Milliseconds the provider asked to wait (`retry-after-ms` / `retry-after`); undefined when it did not. */
+  readonly nextRetryDelay: number | undefined;
+  readonly details: LlmFailureDetails;
+
+  constructor(
+    type: LlmFailureType,
+    message: string,
+    details: LlmFailureDetails,
+    options: { nonRetryable: boolean; nextRetryDelayMs?: number | null },
+  ) {
+    super(message);
+    this.name = 'LlmFailure';
+    this.type = type;
+    this.nonRetryable = options.nonRetryable;
+    this.nextRetryDelay = options.nextRetryDelayMs ?? undefined;
+    this.details = details;
+  }
+}
+
 function failure(
   type: LlmFailureType,
   message: string,
   details: LlmFailureDetails,
   options: { nonRetryable: boolean; nextRetryDelayMs?: number | null },
-): ApplicationFailure {
-  return ApplicationFailure.create({
-    message,
-    type,
-    nonRetryable: options.nonRetryable,
-    details: [details],
-    ...(options.nextRetryDelayMs != null ? { nextRetryDelay: options.nextRetryDelayMs } : {}),
-  });
+): LlmFailure {
+  return new LlmFailure(type, message, details, options);
 }
 
 function describeCall(site: LlmCallSite, what: string): string {
@@ -143,7 +141,7 @@ function isQuotaExhausted(info: { type: string | null; code: string | null }): b
   return info.code === 'insufficient_quota' || info.type === 'insufficient_quota';
 }
 
-function classifyStatus(err: SdkApiError, site: LlmCallSite, status: number): ApplicationFailure {
+function classifyStatus(err: SdkApiError, site: LlmCallSite, status: number): LlmFailure {
   const info = errorObject(err.error);
   const details: LlmFailureDetails = { ...site, status, requestId: err.requestID ?? null };
   const label = `HTTP ${status}${info.type ? ` ${info.type}` : ''}`;
@@ -169,11 +167,11 @@ function classifyStatus(err: SdkApiError, site: LlmCallSite, status: number): Ap
 }
 
 /**
- * Maps any error thrown by a provider call (SDK errors, a missing API key, our own code) to an ApplicationFailure.
- * An ApplicationFailure is returned unchanged.
+ * Maps any error thrown by a provider call (SDK errors, a missing API key, our own code) to an LlmFailure. An
+ * LlmFailure is returned unchanged.
  */
-export function classifyProviderError(err: unknown, site: LlmCallSite): ApplicationFailure {
-  if (err instanceof ApplicationFailure) return err;
+export function classifyProviderError(err: unknown, site: LlmCallSite): LlmFailure {
+  if (err instanceof LlmFailure) return err;
   const details: LlmFailureDetails = { ...site, status: null, requestId: null };
   if (err instanceof ProviderKeyMissingError) {
     return failure(LlmFailureType.ConfigError, err.message, details, { nonRetryable: true });
@@ -197,13 +195,13 @@ export function classifyProviderError(err: unknown, site: LlmCallSite): Applicat
 // ---------------------------------------------------------------------------------------------------------------
 // Reply-level failures of the summarizer (SPEC §9.1, §9.2): never retried, never returned as a summary.
 
-export function emptySummaryFailure(site: LlmCallSite): ApplicationFailure {
+export function emptySummaryFailure(site: LlmCallSite): LlmFailure {
   return failure(LlmFailureType.EmptySummary, describeCall(site, 'summary reply was empty'), nullStatus(site), {
     nonRetryable: true,
   });
 }
 
-export function summaryRefusedFailure(site: LlmCallSite): ApplicationFailure {
+export function summaryRefusedFailure(site: LlmCallSite): LlmFailure {
   return failure(
     LlmFailureType.SummaryRefused,
     describeCall(site, 'the model refused to write the summary'),
@@ -214,7 +212,7 @@ export function summaryRefusedFailure(site: LlmCallSite): ApplicationFailure {
   );
 }
 
-export function summaryTruncatedFailure(site: LlmCallSite, finishReason: string): ApplicationFailure {
+export function summaryTruncatedFailure(site: LlmCallSite, finishReason: string): LlmFailure {
   return failure(
     LlmFailureType.SummaryTruncated,
     describeCall(site, `summary reply was truncated (${finishReason})`),
@@ -223,12 +221,12 @@ export function summaryTruncatedFailure(site: LlmCallSite, finishReason: string)
   );
 }
 
-export function modelNotAvailableFailure(site: LlmCallSite, message: string): ApplicationFailure {
+export function modelNotAvailableFailure(site: LlmCallSite, message: string): LlmFailure {
   return failure(LlmFailureType.ModelNotAvailable, message, nullStatus(site), { nonRetryable: true });
 }
 
 /** A 200 response without choices (OpenRouter reports some upstream errors this way): transient. */
-export function noChoiceFailure(site: LlmCallSite): ApplicationFailure {
+export function noChoiceFailure(site: LlmCallSite): LlmFailure {
   return failure(LlmFailureType.Unavailable, describeCall(site, 'response had no choices'), nullStatus(site), {
     nonRetryable: false,
   });
@@ -240,5 +238,5 @@ function nullStatus(site: LlmCallSite): LlmFailureDetails {
 
 /** True for a failure that a retry could fix (SPEC §9.2). */
 export function isTransientFailure(err: unknown): boolean {
-  return err instanceof ApplicationFailure && err.nonRetryable !== true;
+  return err instanceof LlmFailure && !err.nonRetryable;
 }

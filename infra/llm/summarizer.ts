@@ -1,5 +1,5 @@
 // The host's summarizer (SPEC §8.5.6, §9.2): sends the summary prompt as one user message to the model chosen by
-// `auxiliary.compression.*` (SPEC §2.3) and resolves with the reply text, or rejects with an ApplicationFailure.
+// `auxiliary.compression.*` (SPEC §2.3) and resolves with the reply text, or rejects with an LlmFailure.
 // Retries belong to the summarize activity's retry policy; here each call is one attempt (plus, for a distinct
 // summary model that failed permanently, one call to the main model). Refusals, truncated and empty replies are
 // failures; error text is never returned as a summary (SPEC §9.6).

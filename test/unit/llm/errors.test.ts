@@ -1,11 +1,13 @@
-// Provider errors → ApplicationFailure (SPEC §9.2), through the real SDKs against both fakes.
+// Provider errors → LlmFailure (SPEC §9.2), through the real SDKs against both fakes; the activity guard's
+// conversion to a Temporal ApplicationFailure keeps type, retryability, delay and details.
 import { createServer } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { activityFailure } from '../../../activities/guard.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { chatCompletion } from '../../../infra/llm/chat.js';
 import { createProviderClient } from '../../../infra/llm/clients.js';
-import { classifyProviderError, LlmFailureType, retryAfterMs } from '../../../infra/llm/errors.js';
+import { classifyProviderError, LlmFailure, LlmFailureType, retryAfterMs } from '../../../infra/llm/errors.js';
 import type { ProviderKind } from '../../../infra/llm/providers.js';
 import { type AnthropicFake, startAnthropicFake } from '../../fakes/anthropicFake.js';
 import type { FakeServer } from '../../fakes/fakeServer.js';
@@ -42,7 +44,7 @@ const TARGETS: Target[] = [
   { kind: 'anthropic', fake: () => anthropic, model: 'claude-opus-5-5' },
 ];
 
-async function failWith(target: Target, step: FakeStep, timeoutMs = 5_000): Promise<ApplicationFailure> {
+async function failWith(target: Target, step: FakeStep, timeoutMs = 5_000): Promise<LlmFailure> {
   const fake = target.fake();
   fake.enqueue(step);
   const provider = clientFor(target.kind, target.kind, fake.baseURL, { timeoutMs });
@@ -112,7 +114,7 @@ describe.each(TARGETS)('$kind: HTTP errors', (target) => {
     expect(failure.message).toContain('HTTP 400');
     expect(failure.message).not.toContain('SECRET-BODY-TEXT');
     expect(JSON.stringify(failure.details)).not.toContain('SECRET-BODY-TEXT');
-    expect(failure.details?.[0]).toMatchObject({ provider: target.kind, model: target.model, status: 400 });
+    expect(failure.details).toMatchObject({ provider: target.kind, model: target.model, status: 400 });
   });
 
   it('a hanging server → retryable ProviderTimeout, fired by the client timeout', async () => {
@@ -213,8 +215,13 @@ describe('local failures', () => {
     expect(openai.requests.length).toBe(before);
   });
 
-  it('an ApplicationFailure passes through unchanged; anything else is a retryable ProviderError', () => {
-    const original = ApplicationFailure.nonRetryable('x', 'Custom');
+  it('an LlmFailure passes through unchanged; anything else is a retryable ProviderError', () => {
+    const original = new LlmFailure(
+      LlmFailureType.AuthError,
+      'x',
+      { provider: 'p', model: 'm', status: 401, requestId: null },
+      { nonRetryable: true },
+    );
     expect(classifyProviderError(original, { provider: 'p', model: 'm' })).toBe(original);
     const other = classifyProviderError(new TypeError('boom'), { provider: 'p', model: 'm' });
     expect(other.type).toBe(LlmFailureType.Unknown);
@@ -243,3 +250,23 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
+
+describe('the activity guard hands an LlmFailure to Temporal', () => {
+  it('as an ApplicationFailure with the same type, retryability, retry delay and details', () => {
+    const details = { provider: 'openai', model: 'gpt-5.5', status: 429, requestId: 'req-1' };
+    const limited = new LlmFailure(LlmFailureType.RateLimited, 'rate limited', details, {
+      nonRetryable: false,
+      nextRetryDelayMs: 1_500,
+    });
+    const converted = activityFailure(limited) as ApplicationFailure;
+    expect(converted).toBeInstanceOf(ApplicationFailure);
+    expect(converted).toMatchObject({ type: 'ProviderRateLimited', nonRetryable: false, message: 'rate limited' });
+    expect(converted.nextRetryDelay).toBe(1_500);
+    expect(converted.details).toEqual([details]);
+    const auth = activityFailure(
+      new LlmFailure(LlmFailureType.AuthError, 'no', { ...details, status: 401 }, { nonRetryable: true }),
+    ) as ApplicationFailure;
+    expect(auth.nonRetryable).toBe(true);
+    expect(auth.nextRetryDelay).toBeUndefined();
+  });
+});

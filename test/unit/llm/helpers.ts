@@ -1,7 +1,7 @@
 // Builders for the llm tests: provider configurations pointing at the fake servers, and failure assertions.
-import { ApplicationFailure } from '@temporalio/common';
 import { expect } from 'vitest';
 import { createProviderClient, type ProviderClient } from '../../../infra/llm/clients.js';
+import { LlmFailure } from '../../../infra/llm/errors.js';
 import type { CachingRoute, ProviderConfig, ProviderKind } from '../../../infra/llm/providers.js';
 
 export const TEST_KEY = 'sk-test-key';
@@ -28,13 +28,13 @@ export function clientFor(
   });
 }
 
-/** Awaits a rejection and returns it as an ApplicationFailure (failing the test otherwise). */
-export async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
+/** Awaits a rejection and returns it as an LlmFailure (failing the test otherwise). */
+export async function failureOf(promise: Promise<unknown>): Promise<LlmFailure> {
   try {
     await promise;
   } catch (err) {
-    expect(err).toBeInstanceOf(ApplicationFailure);
-    return err as ApplicationFailure;
+    expect(err).toBeInstanceOf(LlmFailure);
+    return err as LlmFailure;
   }
   throw new Error('expected a rejection');
 }
