@@ -12,7 +12,6 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { FailureType } from '../contracts/failures.js';
 import { ConfigError } from '../engine/index.js';
 import { classifyDbError, refusedWriteMessage } from '../infra/db/dbErrors.js';
-import { LlmFailure } from '../infra/llm/errors.js';
 import {
   CompactionNotFoundError,
   CompactionNotReplayableError,
@@ -21,6 +20,7 @@ import {
   SessionNotFoundError,
   TranscriptChangedError,
 } from '../infra/db/storeErrors.js';
+import { LlmFailure } from '../infra/llm/errors.js';
 
 /** The failure type of an error no retry can fix, or null when a retry may succeed. */
 function permanentType(err: unknown): string | null {

@@ -4,11 +4,9 @@ import type { Kysely } from 'kysely';
 import type { CacheTtl, CompressionConfig, HostPolicy, Summarizer } from '../engine/index.js';
 import type { Database } from '../infra/db/schema.js';
 import type { ProvidersConfig } from '../infra/llm/providers.js';
-import type { SummarizerFor } from './compaction.js';
-import { createCompactionActivities } from './compaction.js';
+import { createCompactionActivities, createReplayActivities, type SummarizerFor } from './compaction/index.js';
 import { createConversationActivities } from './conversation.js';
 import { guardActivities } from './guard.js';
-import { createReplayActivities } from './replay.js';
 import { createRespondActivities } from './respond.js';
 
 export interface ActivityDeps {

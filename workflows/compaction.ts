@@ -8,7 +8,7 @@ import {
   setCurrentDetails,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { CompactionActivities } from '../activities/compaction.js';
+import type { CompactionActivities } from '../activities/compaction/index.js';
 import type { CompactionInput, CompactionOutcome, CompactionTimeouts } from '../contracts/compaction.js';
 import { FailureType } from '../contracts/failures.js';
 import type { SummaryFailureClass } from '../engine/index.js';

@@ -2,7 +2,7 @@
 // summarizer; when it is still the latest compaction of its session the new summary replaces the fallback in the
 // live transcript and the conversation's engine takes it as previousSummary; otherwise it is only recorded.
 import { ActivityFailure, getExternalWorkflowHandle, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
-import type { ReplayActivities } from '../activities/replay.js';
+import type { ReplayActivities } from '../activities/compaction/index.js';
 import type { CompactionTimeouts } from '../contracts/compaction.js';
 import { DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
 import { summaryReplacedSignal } from './definitions.js';

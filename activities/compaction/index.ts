@@ -1,0 +1,23 @@
+// The four compaction phases as Temporal activities (DESIGN.md §3, SPEC §8.1): align → prune → summarize →
+// reassemble, one file each, plus the record's begin and end and the replay of a fallback compaction. Each activity
+// is thin (load by compaction id → pure engine step → persist) and idempotent: a retry finds its stored result.
+import { createAlignActivities } from './align.js';
+import { createPruneActivities } from './prune.js';
+import { createReassembleActivities } from './reassemble.js';
+import type { CompactionActivityDeps } from './record.js';
+import { createSummarizeActivities } from './summarize.js';
+
+export { findSummaryIndex } from './reassemble.js';
+export type { CompactionActivityDeps, SummarizerFor } from './record.js';
+export { createReplayActivities, type ReplayActivities } from './replay.js';
+
+export function createCompactionActivities(deps: CompactionActivityDeps) {
+  return {
+    ...createAlignActivities(deps),
+    ...createPruneActivities(deps),
+    ...createSummarizeActivities(deps),
+    ...createReassembleActivities(deps),
+  };
+}
+
+export type CompactionActivities = ReturnType<typeof createCompactionActivities>;

@@ -1,0 +1,141 @@
+// Phase 4 (S7–S8, SPEC §8.6) and the commit of SPEC §13.2 / §13.3 in one transaction, idempotent by compaction id;
+// and the record of a compaction that ended without a commit (abort, failure after retries).
+import type { CompactionEnd, ReassembleInput, ReassembleResult, StoredStats } from '../../contracts/compaction.js';
+import { toStorableText } from '../../contracts/storableText.js';
+import {
+  buildFallbackSummary,
+  type ChatMessage,
+  compactionStats,
+  isSummaryMessage,
+  messageText,
+  reassemblePhase,
+  type SummaryFailureClass,
+  summarySimilarity,
+  summaryText,
+  unchangedStats,
+} from '../../engine/index.js';
+import { commitInPlace, commitRotation } from '../../infra/db/compactionCommit/index.js';
+import { isCommitted, updateCompaction } from '../../infra/db/compactions.js';
+import type { CompactionRow } from '../../infra/db/schema.js';
+import { type CompactionActivityDeps, planOf, prunedSnapshot, requireRecord } from './record.js';
+
+/** The output row that carries the summary (standalone or merged, SPEC §8.6.2). */
+export function findSummaryIndex(output: readonly ChatMessage[], summaryBody: string): number {
+  const text = summaryText(summaryBody);
+  const index = output.findIndex((m) => isSummaryMessage(m) && messageText(m).trimStart().startsWith(text));
+  if (index < 0) throw new Error('reassembled output carries no summary row');
+  return index;
+}
+
+/**
+ * A retry after a successful commit returns what was committed (totals null: the commit's own totals are gone, the
+ * workflow keeps the ones it has; the next notification brings fresh ones).
+ */
+function committedResult(record: CompactionRow): ReassembleResult | null {
+  if (record.status !== 'committed' && record.status !== 'fallback') return null;
+  // The stored stats also carry the store's bookkeeping (commit, replay): report only CompressionStats.
+  const { activeMessages: _activeMessages, commit: _commit, replay: _replay, ...stats } = record.stats as StoredStats;
+  return {
+    status: record.status,
+    sessionId: record.new_session_id ?? record.session_id,
+    summaryBody: record.summary_body,
+    stats,
+    totals: null,
+    similarity:
+      record.previous_summary === null || record.summary_body === null
+        ? null
+        : summarySimilarity(record.previous_summary, record.summary_body),
+  };
+}
+
+export function createReassembleActivities({ db }: Pick<CompactionActivityDeps, 'db'>) {
+  return {
+    async reassemble(input: ReassembleInput): Promise<ReassembleResult> {
+      const record = await requireRecord(db, input);
+      const done = committedResult(record);
+      if (done) return done;
+      const { plan, input: messages, pruned } = await prunedSnapshot(db, input.tenantId, record);
+      const llmBody = record.summary_body;
+      const failureClass: SummaryFailureClass | null = llmBody
+        ? null
+        : (input.fallbackFailureClass ?? record.failure_class ?? 'error');
+      const summaryBody =
+        llmBody ??
+        toStorableText(
+          buildFallbackSummary(messages, plan, {
+            previousSummary: record.previous_summary,
+            failureClass: failureClass ?? 'error',
+          }),
+        );
+      const output = reassemblePhase(pruned, messages, planOf(plan), summaryBody, {
+        previousSummary: record.previous_summary,
+      });
+      const fallbackUsed = llmBody === null;
+      const stats = compactionStats({
+        tokensBefore: plan.tokensBefore,
+        output,
+        prunedCount: record.prune_result?.prunedCount ?? 0,
+        plan,
+        fallbackUsed,
+        summaryBody,
+      });
+      const similarity =
+        record.previous_summary === null ? null : summarySimilarity(record.previous_summary, summaryBody);
+      if (input.requiredGain !== null && stats.tokensBefore - stats.tokensAfter < input.requiredGain) {
+        // SPEC §19 minimum gain (and §11.3 for hygiene): a result that does not save enough is not committed.
+        await updateCompaction(db, input.tenantId, input.compactionId, {
+          status: 'rejected',
+          stats: JSON.stringify(stats),
+          failure_class: failureClass,
+          completed_at: new Date(),
+        });
+        return { status: 'rejected', sessionId: record.session_id, summaryBody: null, stats, totals: null, similarity };
+      }
+      const summaryIndex = findSummaryIndex(output, summaryBody);
+      if (failureClass !== null) {
+        await updateCompaction(db, input.tenantId, input.compactionId, { failure_class: failureClass });
+      }
+      const commit = {
+        compactionId: input.compactionId,
+        expectedRowIds: plan.inputRowIds,
+        output,
+        summaryIndex,
+        summaryBody,
+        fallbackUsed,
+        // activeMessages rides along so that a retry after the commit can report it (committedResult).
+        stats: { ...stats, activeMessages: output.length },
+        platform: input.platform,
+      };
+      const committed =
+        input.newSessionId !== null && record.in_place === false
+          ? await commitRotation(db, input.tenantId, {
+              ...commit,
+              oldSessionId: record.session_id,
+              newSessionId: input.newSessionId,
+            })
+          : await commitInPlace(db, input.tenantId, { ...commit, sessionId: record.session_id });
+      return {
+        status: fallbackUsed ? 'fallback' : 'committed',
+        sessionId: committed.sessionId,
+        summaryBody,
+        stats,
+        totals: committed.totals,
+        similarity,
+      };
+    },
+
+    /** Records how a compaction ended when no commit happened (abort, failure after retries). */
+    async recordCompactionEnd(input: CompactionEnd): Promise<void> {
+      const record = await requireRecord(db, input);
+      if (isCommitted(record)) return;
+      const plan = record.plan;
+      await updateCompaction(db, input.tenantId, input.compactionId, {
+        status: input.status,
+        error: input.error ?? record.error,
+        failure_class: input.failureClass,
+        stats: plan ? JSON.stringify(unchangedStats(plan.tokensBefore, { aborted: true })) : null,
+        completed_at: new Date(),
+      });
+    },
+  };
+}

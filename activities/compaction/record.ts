@@ -1,0 +1,87 @@
+// The stored state of one compaction (the `compactions` row) as the phase activities read it. Every phase reads its
+// inputs by compaction id from PostgreSQL, so no transcript travels through Temporal payloads.
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Kysely } from 'kysely';
+import type { CompactionRef, StoredPlan, StoredPrune } from '../../contracts/compaction.js';
+import { FailureType } from '../../contracts/failures.js';
+import type { ChatMessage, CompactionPlan, Summarizer } from '../../engine/index.js';
+import { getCompaction } from '../../infra/db/compactions.js';
+import { loadRowsByIds } from '../../infra/db/messages.js';
+import type { CompactionRow, Database } from '../../infra/db/schema.js';
+import { getSession } from '../../infra/db/sessions.js';
+
+/** The summarizer for a conversation's main model (SPEC §2.3: the summary model defaults to the main model). */
+export type SummarizerFor = (target: { model: string | null; provider: string | null }) => Summarizer | null;
+
+export interface CompactionActivityDeps {
+  db: Kysely<Database>;
+  /** The summary model; null: no provider configured, every compaction uses the fallback summary (DESIGN §5). */
+  summarizer: Summarizer | null;
+  /** When given, chooses the summarizer from the session's model and provider; wins over `summarizer`. */
+  summarizerFor?: SummarizerFor;
+}
+
+export interface CompactionSnapshot {
+  record: CompactionRow;
+  plan: StoredPlan;
+  /** The compaction's input messages, unpruned. */
+  input: ChatMessage[];
+}
+
+export async function requireRecord(db: Kysely<Database>, ref: CompactionRef): Promise<CompactionRow> {
+  const record = await getCompaction(db, ref.tenantId, ref.compactionId);
+  if (!record) throw ApplicationFailure.nonRetryable(`compaction ${ref.compactionId} not found`, FailureType.NotFound);
+  return record;
+}
+
+/** The compaction's input messages (unpruned), read back by row id: archived rows stay readable (nothing is deleted). */
+export async function loadSnapshot(
+  db: Kysely<Database>,
+  tenantId: string,
+  record: CompactionRow,
+): Promise<CompactionSnapshot> {
+  const plan = record.plan;
+  if (!plan) throw new Error(`compaction ${record.id} has no plan yet (align did not run)`);
+  const rows = await loadRowsByIds(db, tenantId, plan.inputRowIds);
+  if (rows.length !== plan.inputRowIds.length) {
+    throw new Error(`compaction ${record.id}: ${plan.inputRowIds.length - rows.length} input row(s) are missing`);
+  }
+  return { record, plan, input: rows.map((r) => r.message) };
+}
+
+/** The pruned working copy: the input with the stored replacements applied (new objects for changed rows). */
+export function applyPrune(input: readonly ChatMessage[], prune: StoredPrune): ChatMessage[] {
+  const working = input.slice();
+  for (const [index, content] of prune.replacements) {
+    const original = working[index];
+    if (original) working[index] = { ...original, content };
+  }
+  return working;
+}
+
+/** The snapshot and its pruned working copy (after the prune phase). */
+export async function prunedSnapshot(
+  db: Kysely<Database>,
+  tenantId: string,
+  record: CompactionRow,
+): Promise<CompactionSnapshot & { pruned: ChatMessage[] }> {
+  const snapshot = await loadSnapshot(db, tenantId, record);
+  const prune = record.prune_result;
+  if (!prune) throw new Error(`compaction ${record.id} has no prune result yet`);
+  return { ...snapshot, pruned: applyPrune(snapshot.input, prune) };
+}
+
+export function planOf(plan: StoredPlan): Pick<CompactionPlan, 'headEnd' | 'cut' | 'reinsertIndex'> {
+  return { headEnd: plan.headEnd, cut: plan.cut, reinsertIndex: plan.reinsertIndex };
+}
+
+/** The summarizer of a session: chosen by its main model when the worker resolves per model (SPEC §2.3). */
+export async function summarizerForSession(
+  deps: Pick<CompactionActivityDeps, 'db' | 'summarizer' | 'summarizerFor'>,
+  tenantId: string,
+  sessionId: string,
+): Promise<Summarizer | null> {
+  if (!deps.summarizerFor) return deps.summarizer;
+  const session = await getSession(deps.db, tenantId, sessionId);
+  return deps.summarizerFor({ model: session?.model ?? null, provider: session?.provider ?? null });
+}

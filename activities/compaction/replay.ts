@@ -1,0 +1,67 @@
+// Replay of a compaction that used the fallback summary (SPEC §13.7, operators replaying failed compactions):
+// regenerate the summary from the stored record — same window, same previous summary, same focus topic — with the
+// current summarizer, then swap it in when the compaction is still the latest of its session, else only record it.
+// Only `fallback` compactions are replayable: an aborted or failed one committed nothing, so there is no summary to
+// replace (the gateway refuses those with 409 before anything runs, with the same rule: contracts/compaction.ts).
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Kysely } from 'kysely';
+import {
+  type ApplyReplayResult,
+  type CompactionRef,
+  notReplayableReason,
+  type ReplayTarget,
+} from '../../contracts/compaction.js';
+import { FailureType } from '../../contracts/failures.js';
+import { summaryText } from '../../engine/index.js';
+import { replaceReplayedSummary } from '../../infra/db/compactionCommit/index.js';
+import type { Database } from '../../infra/db/schema.js';
+import { type CompactionActivityDeps, prunedSnapshot, requireRecord, summarizerForSession } from './record.js';
+import { summarizeWindow } from './summaryCall.js';
+
+async function replayable(db: Kysely<Database>, ref: CompactionRef) {
+  const record = await requireRecord(db, ref);
+  const reason = notReplayableReason(record);
+  if (reason) throw ApplicationFailure.nonRetryable(reason, FailureType.NotReplayable);
+  if (!record.plan || !record.prune_result) {
+    throw ApplicationFailure.nonRetryable(
+      `compaction ${ref.compactionId} stopped before its window was stored; there is nothing to replay`,
+      FailureType.NotReplayable,
+    );
+  }
+  return record;
+}
+
+export function createReplayActivities(deps: CompactionActivityDeps) {
+  const { db } = deps;
+  return {
+    async describeReplay(ref: CompactionRef): Promise<ReplayTarget> {
+      const record = await replayable(db, ref);
+      return { conversationId: record.conversation_id, sessionId: record.session_id, status: record.status };
+    },
+
+    /** One summarizer attempt on the stored window; rejects on failure (retried by the workflow's policy). */
+    async replaySummarize(ref: CompactionRef): Promise<string> {
+      const record = await replayable(db, ref);
+      const summarizer = await summarizerForSession(deps, ref.tenantId, record.session_id);
+      if (!summarizer) {
+        throw ApplicationFailure.nonRetryable(
+          'no summary provider is configured; replay needs one',
+          FailureType.NoSummarizer,
+        );
+      }
+      return summarizeWindow(summarizer, record, await prunedSnapshot(db, ref.tenantId, record));
+    },
+
+    async applyReplay(ref: CompactionRef & { summaryBody: string }): Promise<ApplyReplayResult> {
+      const record = await replayable(db, ref);
+      const result = await replaceReplayedSummary(db, ref.tenantId, {
+        compactionId: ref.compactionId,
+        newSummaryText: summaryText(ref.summaryBody),
+        newSummaryBody: ref.summaryBody,
+      });
+      return { applied: result.applied, reason: result.reason ?? null, conversationId: record.conversation_id };
+    },
+  };
+}
+
+export type ReplayActivities = ReturnType<typeof createReplayActivities>;

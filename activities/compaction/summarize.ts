@@ -1,0 +1,39 @@
+// Phase 3 (S6, SPEC §8.5): one summarizer attempt per activity attempt; the retry policy lives in the workflow
+// (SPEC §9.2). Rejects on failure — an empty reply is non-retryable — and never stores error text as a summary.
+import { Context } from '@temporalio/activity';
+import type { CompactionRef, SummarizeResult } from '../../contracts/compaction.js';
+import { toStorableText } from '../../contracts/storableText.js';
+import { updateCompaction } from '../../infra/db/compactions.js';
+import { type CompactionActivityDeps, prunedSnapshot, requireRecord, summarizerForSession } from './record.js';
+import { summarizeWindow } from './summaryCall.js';
+
+export function createSummarizeActivities(deps: CompactionActivityDeps) {
+  const { db } = deps;
+  return {
+    async summarize(ref: CompactionRef): Promise<SummarizeResult> {
+      const record = await requireRecord(db, ref);
+      if (record.summary_body) return { ok: true, summarizerCalled: true };
+      const summarizer = await summarizerForSession(deps, ref.tenantId, record.session_id);
+      if (!summarizer) {
+        return { ok: false, failureClass: 'error', summarizerCalled: false, reason: 'no summary provider configured' };
+      }
+      const snapshot = await prunedSnapshot(db, ref.tenantId, record);
+      await updateCompaction(db, ref.tenantId, ref.compactionId, { attempts: Context.current().info.attempt });
+      let body: string;
+      try {
+        body = await summarizeWindow(summarizer, record, snapshot);
+      } catch (err) {
+        // Why this attempt failed, for the operator (a provider's message names provider, model and status only).
+        const message = err instanceof Error ? err.message : String(err);
+        await updateCompaction(db, ref.tenantId, ref.compactionId, { error: toStorableText(message.slice(0, 2_000)) });
+        throw err;
+      }
+      await updateCompaction(db, ref.tenantId, ref.compactionId, {
+        summary_body: body,
+        failure_class: null,
+        error: null,
+      });
+      return { ok: true, summarizerCalled: true };
+    },
+  };
+}
