@@ -1,182 +1,71 @@
 // `dctx`, the command line of durable-context (DESIGN.md §6): start the local stack, migrate, tenants and keys,
-// import a transcript (progress bar), search, status, compactions list / replay. Talks to the HTTP gateway.
-// Run it as `npx tsx workers/cli.ts <command>` or through `bin/dctx.js`.
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import cliProgress from 'cli-progress';
-import { Command, InvalidArgumentError, Option } from 'commander';
+// import a transcript (progress bar), search, status, compactions list / replay. Talks to the HTTP gateway through
+// clients/httpClient.ts; its other parts are in workers/cli/. Run it as `npx tsx workers/cli.ts <command>` or
+// through `bin/dctx.js`. Environment (infra/config/env.ts): DCTX_URL, DCTX_KEY, DURABLE_CONTEXT_ADMIN_KEY, DCTX_DEBUG.
+import { pathToFileURL } from 'node:url';
+import { Command, Option } from 'commander';
 import {
   createApiKey,
   createTenant,
-  type GatewayConnection,
   GatewayError,
   getStatus,
-  type ImportProgress,
-  importTranscript,
   listCompactions,
   replayCompaction,
   search,
-} from './cliClient.js';
-import { formatCompactions, formatImportResult, formatReplay, formatSearchResults, formatStatus } from './cliFormat.js';
-import { TranscriptError } from './transcript.js';
+} from '../clients/httpClient.js';
+import { importTranscript } from '../clients/importTranscript.js';
+import { TranscriptError } from '../clients/transcript.js';
+import { COMPACTION_STATUSES } from '../contracts/compaction.js';
+import { MESSAGE_ROLES } from '../contracts/http/common.js';
+import { SEARCH_SORTS } from '../contracts/http/search.js';
+import type { Env } from '../infra/config/env.js';
+import {
+  formatCompactions,
+  formatImportResult,
+  formatReplay,
+  formatSearchResults,
+  formatStatus,
+} from './cli/format.js';
+import {
+  adminConnection,
+  CliError,
+  type ConnectionOptions,
+  commaList,
+  jsonObject,
+  listOf,
+  positiveInt,
+  tenantConnection,
+} from './cli/options.js';
+import { progressReporter } from './cli/progress.js';
+import { runScript } from './cli/runScript.js';
 
-export const DEFAULT_URL = 'http://127.0.0.1:8080';
-const COMPACTION_STATUSES = ['pending', 'running', 'committed', 'fallback', 'noop', 'aborted', 'rejected', 'failed'];
-const ROLES = ['system', 'user', 'assistant', 'tool'];
-const SORTS = ['relevance', 'newest', 'oldest'];
+/** What the CLI reads from the environment (validated by infra/config/env.ts). */
+export type CliEnv = Pick<Env, 'DCTX_URL' | 'DCTX_KEY' | 'DURABLE_CONTEXT_ADMIN_KEY'>;
 
-/** A usage error of the CLI itself (missing key, bad option value): printed as is, exit code 1. */
-class CliError extends Error {}
-
-interface ConnectionOptions {
-  url: string;
-  key?: string;
-  adminKey?: string;
-}
-
-function tenantConnection(opts: ConnectionOptions): GatewayConnection {
-  if (!opts.key) {
-    throw new CliError(
-      'missing tenant API key: pass --key <key> or set DCTX_KEY (issue one with `dctx keys create <tenantId>`)',
-    );
-  }
-  return { url: opts.url, key: opts.key };
-}
-
-function adminConnection(opts: ConnectionOptions): GatewayConnection {
-  if (!opts.adminKey) {
-    throw new CliError('missing admin key: pass --admin-key <key> or set DURABLE_CONTEXT_ADMIN_KEY');
-  }
-  return { url: opts.url, key: opts.adminKey };
-}
-
-function positiveInt(name: string) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a positive integer`);
-    return n;
-  };
-}
-
-const commaList = (value: string): string[] =>
-  value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-
-function listOf(name: string, allowed: readonly string[]) {
-  return (value: string): string[] => {
-    const items = commaList(value);
-    const bad = items.filter((s) => !allowed.includes(s));
-    if (bad.length || items.length === 0) {
-      throw new InvalidArgumentError(`${name} must be a comma-separated list of ${allowed.join(', ')}`);
-    }
-    return items;
-  };
-}
-
-function jsonObject(value: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch (err) {
-    throw new InvalidArgumentError(`not valid JSON (${(err as Error).message})`);
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new InvalidArgumentError('must be a JSON object');
-  }
-  return parsed as Record<string, unknown>;
-}
-
-const keyOption = () => new Option('--key <key>', 'tenant API key (dctx_...)').env('DCTX_KEY');
+const keyOption = () => new Option('--key <key>', 'tenant API key (dctx_...; env: DCTX_KEY)');
 
 function print(text: string): void {
   process.stdout.write(`${text}\n`);
 }
 const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2));
 
-/** Runs a TypeScript entry point of this project under tsx with inherited stdio; resolves with its exit code. */
-function runScript(relativePath: string): Promise<number> {
-  const root = fileURLToPath(new URL('..', import.meta.url));
-  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  const script = fileURLToPath(new URL(relativePath, new URL('..', import.meta.url)));
-  const child = spawn(process.execPath, ['--import', loader, script], { cwd: root, stdio: 'inherit' });
-  // Ctrl-C reaches the child through the terminal; keep this process alive until the child has stopped.
-  const ignore = () => undefined;
-  const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
-  const onTerm = forward('SIGTERM');
-  const onHup = forward('SIGHUP');
-  process.on('SIGINT', ignore);
-  process.on('SIGTERM', onTerm);
-  process.on('SIGHUP', onHup);
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      process.off('SIGINT', ignore);
-      process.off('SIGTERM', onTerm);
-      process.off('SIGHUP', onHup);
-      resolve(code ?? (signal ? 128 + 2 : 1));
-    });
-  });
-}
-
-function progressReporter(file: string): { update: (p: ImportProgress) => void; stop: () => void } {
-  if (process.stdout.isTTY) {
-    const bar = new cliProgress.SingleBar(
-      {
-        format: `Importing ${file} |{bar}| {value}/{total} messages · batch {batch}/{batches}{state}`,
-        stream: process.stdout,
-        hideCursor: true,
-        clearOnComplete: false,
-      },
-      cliProgress.Presets.shades_classic,
-    );
-    let started = false;
-    return {
-      update: (p) => {
-        const payload = {
-          batch: p.sentBatches,
-          batches: p.totalBatches,
-          state: p.waiting ? ' · waiting for processing…' : '',
-        };
-        if (!started) {
-          bar.start(p.totalMessages, p.sentMessages, payload);
-          started = true;
-        } else bar.update(p.sentMessages, payload);
-      },
-      stop: () => {
-        if (started) bar.stop();
-      },
-    };
-  }
-  let lastDecile = -1;
-  return {
-    update: (p) => {
-      if (p.waiting) {
-        print(
-          `waiting for the conversation to process the import (${p.totalMessages - p.sentMessages} last messages sent)`,
-        );
-        return;
-      }
-      const decile = p.totalMessages ? Math.floor((p.sentMessages / p.totalMessages) * 10) : 10;
-      if (decile === lastDecile) return;
-      lastDecile = decile;
-      print(`sent ${p.sentMessages}/${p.totalMessages} messages (batch ${p.sentBatches}/${p.totalBatches})`);
-    },
-    stop: () => undefined,
-  };
-}
-
-export function buildProgram(): Command {
+export function buildProgram(environment: CliEnv): Command {
   const program = new Command('dctx')
     .description('durable-context: keeps long AI-agent conversations inside the model window')
-    .addOption(new Option('--url <url>', 'gateway URL').env('DCTX_URL').default(DEFAULT_URL))
-    .addOption(new Option('--admin-key <key>', 'admin key (tenants, keys)').env('DURABLE_CONTEXT_ADMIN_KEY'))
+    .addOption(new Option('--url <url>', 'gateway URL (env: DCTX_URL)').default(environment.DCTX_URL))
+    .addOption(new Option('--admin-key <key>', 'admin key (tenants, keys; env: DURABLE_CONTEXT_ADMIN_KEY)'))
     .showHelpAfterError()
     .configureOutput({ outputError: (text, write) => write(text) });
 
-  const conn = (cmd: Command) => cmd.optsWithGlobals<ConnectionOptions>();
+  /** The connection options of a command: each key from its option, else from the environment. */
+  const conn = (cmd: Command): ConnectionOptions => {
+    const opts = cmd.optsWithGlobals<ConnectionOptions>();
+    return {
+      url: opts.url,
+      key: opts.key ?? environment.DCTX_KEY,
+      adminKey: opts.adminKey ?? environment.DURABLE_CONTEXT_ADMIN_KEY,
+    };
+  };
 
   program
     .command('start')
@@ -245,7 +134,7 @@ export function buildProgram(): Command {
     .option('--usage-field <name>', 'field of a line that holds the provider usage', 'usage')
     .action(async (file: string, opts: Record<string, any>, cmd: Command) => {
       const c = tenantConnection(conn(cmd));
-      const progress = progressReporter(file);
+      const progress = progressReporter(file, print);
       try {
         const result = await importTranscript({
           url: c.url,
@@ -270,9 +159,9 @@ export function buildProgram(): Command {
     .command('search <query>')
     .description("search the tenant's messages, archived (compacted) ones included")
     .addOption(keyOption())
-    .option('--roles <list>', `comma-separated roles (${ROLES.join(', ')})`, listOf('--roles', ROLES))
+    .option('--roles <list>', `comma-separated roles (${MESSAGE_ROLES.join(', ')})`, listOf('--roles', MESSAGE_ROLES))
     .option('--sources <list>', 'comma-separated session sources (e.g. import,api)', commaList)
-    .addOption(new Option('--sort <order>', 'result order').choices(SORTS))
+    .addOption(new Option('--sort <order>', 'result order').choices(SEARCH_SORTS))
     .option('--limit <n>', 'most results (1-100)', positiveInt('--limit'))
     .option('--offset <n>', 'results to skip', (v: string) => (v === '0' ? 0 : positiveInt('--offset')(v)))
     .option('--include-inactive', 'also rows that are neither active nor compacted')
@@ -333,15 +222,24 @@ export function buildProgram(): Command {
   return program;
 }
 
-/** Parses argv and runs the command; every failure prints one line on stderr and sets exit code 1. */
+/**
+ * Parses argv and runs the command; every failure prints one line on stderr and sets exit code 1. The environment
+ * is loaded here, so that an invalid variable is such a failure too (its message names the variable).
+ */
 export async function main(argv: readonly string[] = process.argv): Promise<void> {
+  let environment: Env | undefined;
   try {
-    await buildProgram().parseAsync([...argv]);
+    ({ env: environment } = await import('../infra/config/env.js'));
+    await buildProgram(environment).parseAsync([...argv]);
   } catch (err) {
-    const known = err instanceof GatewayError || err instanceof TranscriptError || err instanceof CliError;
+    const known =
+      err instanceof GatewayError ||
+      err instanceof TranscriptError ||
+      err instanceof CliError ||
+      (err instanceof Error && err.name === 'EnvError');
     const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`error: ${message}\n`);
-    if (!known && process.env.DCTX_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+    if (!known && environment?.DCTX_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
     process.exitCode = 1;
   }
 }

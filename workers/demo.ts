@@ -1,7 +1,9 @@
 // The demo of `npm run demo`: creates the tenant `demo`, imports the shipped sample conversations through the HTTP
 // gateway (small windows, so compactions happen), then prints the compactions and a 2-character Japanese search.
+// Every request goes through the gateway's typed client (clients/httpClient.ts).
 import { join } from 'node:path';
-import { importTranscript } from './cliClient.js';
+import { createApiKey, createTenant, type GatewayConnection, listCompactions, search } from '../clients/httpClient.js';
+import { type ImportResult, importTranscript } from '../clients/importTranscript.js';
 
 export interface DemoOptions {
   url: string;
@@ -11,23 +13,14 @@ export interface DemoOptions {
   log: (line: string) => void;
 }
 
-async function request(url: string, key: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json().catch(() => null)) as any;
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${json?.message ?? ''}`);
-  return json;
-}
-
 export const DEMO_TENANT = 'demo';
 
 export async function runDemo(options: DemoOptions): Promise<void> {
   const { url, adminKey, log } = options;
-  await request(url, adminKey, 'POST', '/v1/tenants', { id: DEMO_TENANT, name: 'Demo tenant' });
-  const { key } = await request(url, adminKey, 'POST', `/v1/tenants/${DEMO_TENANT}/keys`, { label: 'demo' });
+  const admin: GatewayConnection = { url, key: adminKey };
+  await createTenant(admin, { id: DEMO_TENANT, name: 'Demo tenant' });
+  const { key } = await createApiKey(admin, DEMO_TENANT, 'demo');
+  const tenant: GatewayConnection = { url, key };
   log(`Demo tenant '${DEMO_TENANT}', API key: ${key}`);
 
   const samples = [
@@ -59,33 +52,33 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     log(`  done: ${JSON.stringify(summaryOf(result))}`);
   }
 
-  const { compactions } = await request(url, key, 'GET', '/v1/compactions?limit=200');
+  const { compactions } = await listCompactions(tenant, { limit: 200 });
   log('');
   log(`Compactions (${compactions.length}):`);
   log('  conversation         #   trigger        status     tokens before → after   messages summarised');
   for (const c of [...compactions].reverse()) {
-    const stats = c.stats ?? {};
-    const tokens = stats.tokensBefore !== undefined ? `${stats.tokensBefore} → ${stats.tokensAfter}` : '-';
+    const stats = c.stats;
+    const tokens = stats?.tokensBefore !== undefined ? `${stats.tokensBefore} → ${stats.tokensAfter}` : '-';
     log(
-      `  ${String(c.conversationId).padEnd(20)} ${String(c.seq).padStart(2)}  ${String(c.trigger).padEnd(14)} ${String(c.status).padEnd(10)} ${tokens.padEnd(22)}  ${stats.droppedCount ?? '-'}`,
+      `  ${c.conversationId.padEnd(20)} ${String(c.seq).padStart(2)}  ${c.trigger.padEnd(14)} ${c.status.padEnd(10)} ${tokens.padEnd(22)}  ${stats?.droppedCount ?? '-'}`,
     );
   }
 
   const query = '圧縮';
-  const { results } = await request(url, key, 'GET', `/v1/search?q=${encodeURIComponent(query)}&limit=3`);
+  const { results } = await search(tenant, query, { limit: 3 });
   log('');
   log(`Search '${query}' (2-character Japanese query, archived messages included): ${results.length} shown`);
-  for (const r of results) log(`  [${r.role}] ${String(r.snippet).replace(/\s+/g, ' ')}`);
+  for (const r of results) log(`  [${r.role}] ${r.snippet.replace(/\s+/g, ' ')}`);
   log('');
   if (options.uiUrl)
     log(`Temporal UI: ${options.uiUrl}/namespaces/default/workflows?query=TenantId%3D%22${DEMO_TENANT}%22`);
   log('Demo finished.');
 }
 
-function summaryOf(result: unknown): unknown {
-  const r = result as
-    | { status?: { activeMessages?: number; compressionCount?: number; contextTokens?: number } }
-    | undefined;
-  const s = r?.status ?? (result as Record<string, unknown>);
-  return { activeMessages: s?.activeMessages, compactions: s?.compressionCount, contextTokens: s?.contextTokens };
+function summaryOf({ status }: ImportResult) {
+  return {
+    activeMessages: status.activeMessages,
+    compactions: status.compressionCount,
+    contextTokens: status.contextTokens,
+  };
 }

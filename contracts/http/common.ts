@@ -6,6 +6,7 @@
 // Responses are serialised with their schema, which drops undeclared properties and coerces declared types: an open
 // shape (message content, stats, policies) is declared as an open object, so its JSON is written as it is.
 import { type Static, type TSchema, type TUnsafe, Type } from 'typebox';
+import type { Role } from '../../engine/index.js';
 
 /** Largest integer an `integer` column (and a token count) holds. */
 export const MAX_INT32 = 2_147_483_647;
@@ -13,6 +14,9 @@ export const MAX_INT32 = 2_147_483_647;
 export const MAX_OFFSET = 1_000_000;
 /** Largest accepted context window (tokens). */
 export const MAX_CONTEXT_LENGTH = 100_000_000;
+
+/** The roles of a chat message. */
+export const MESSAGE_ROLES = ['system', 'user', 'assistant', 'tool'] as const satisfies readonly Role[];
 
 /** Metadata text: a string PostgreSQL can store exactly (format `dc-text`: no NUL, no unpaired surrogate). */
 export const text = (maxLength: number, minLength = 0, options: { description?: string } = {}) =>

@@ -7,7 +7,7 @@
 import { type Static, Type } from 'typebox';
 import type { ChatMessage } from '../../engine/index.js';
 import type { ChatTool } from '../conversation.js';
-import { isoDateTime, MAX_CONTEXT_LENGTH, MAX_INT32, nullable, openObject, text } from './common.js';
+import { isoDateTime, MAX_CONTEXT_LENGTH, MAX_INT32, MESSAGE_ROLES, nullable, openObject, text } from './common.js';
 import { CompactionReport, ConversationStatusBody, PublishedStatus, TurnUsage } from './status.js';
 
 export const CONVERSATION_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$';
@@ -35,7 +35,7 @@ const IncomingChatMessage = Type.Unsafe<ChatMessage>({
   type: 'object',
   required: ['role', 'content'],
   properties: {
-    role: { type: 'string', enum: ['system', 'user', 'assistant', 'tool'] },
+    role: { type: 'string', enum: [...MESSAGE_ROLES] },
     // Content is stored losslessly whatever it holds (NUL and unpaired surrogates included: infra/db/messageRows.ts).
     content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: { type: 'object' } }] },
     tool_calls: { type: 'array', items: { type: 'object' } },

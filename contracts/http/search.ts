@@ -3,18 +3,17 @@
 // JSON body (a long CJK query does not fit in a URL); a query SPEC §14.3 would cut is cut at 2,048 characters.
 
 import { type Static, Type } from 'typebox';
-import { nullable, offset, text } from './common.js';
+import { MESSAGE_ROLES, nullable, offset, stringEnum, text } from './common.js';
 
 /** The longest query text accepted (SPEC §14.9: a query of 10,000 characters is cut to 2,048 and completes). */
 export const MAX_ACCEPTED_QUERY_CHARS = 10_000;
 
 export const SEARCH_SORTS = ['relevance', 'newest', 'oldest'] as const;
-const ROLES = ['system', 'user', 'assistant', 'tool'] as const;
-const ROLE_LIST = `^(${ROLES.join('|')})(,(${ROLES.join('|')}))*$`;
+const ROLE_LIST = `^(${MESSAGE_ROLES.join('|')})(,(${MESSAGE_ROLES.join('|')}))*$`;
 
 const common = {
   includeInactive: Type.Optional(Type.Boolean()),
-  sort: Type.Optional(Type.Unsafe<(typeof SEARCH_SORTS)[number]>({ type: 'string', enum: [...SEARCH_SORTS] })),
+  sort: Type.Optional(stringEnum(SEARCH_SORTS)),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
   offset: Type.Optional(offset),
 };
@@ -38,7 +37,7 @@ export const SearchBody = Type.Object(
     q: text(MAX_ACCEPTED_QUERY_CHARS),
     sources: Type.Optional(sourceList),
     excludeSources: Type.Optional(sourceList),
-    roles: Type.Optional(Type.Array(Type.Unsafe<(typeof ROLES)[number]>({ type: 'string', enum: [...ROLES] }))),
+    roles: Type.Optional(Type.Array(stringEnum(MESSAGE_ROLES))),
     ...common,
   },
   { additionalProperties: false },

@@ -268,4 +268,13 @@ describe('dctx', () => {
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toContain('cannot reach the gateway at http://127.0.0.1:9');
   });
+
+  it('an invalid environment variable exits 1 with one line naming it (infra/config/env.ts)', async () => {
+    const run = await dctx(['status', conversationId], { ...asTenant(), DCTX_URL: 'gateway:8080' });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'error: Invalid environment: DCTX_URL: expected an http:// or https:// URL, got "gateway:8080"\n',
+    );
+    expect(run.stdout).toBe('');
+  });
 });

@@ -1,17 +1,11 @@
-// importTranscript and the HTTP client against an in-memory fake of the gateway (injected fetch).
+// importTranscript and the HTTP client (clients/) against an in-memory fake of the gateway (injected fetch).
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  GatewayError,
-  getStatus,
-  type ImportProgress,
-  importTranscript,
-  listCompactions,
-  search,
-} from '../../../workers/cliClient.js';
-import { TranscriptError, transcriptHash } from '../../../workers/transcript.js';
+import { GatewayError, getStatus, listCompactions, search } from '../../../clients/httpClient.js';
+import { type ImportProgress, importTranscript } from '../../../clients/importTranscript.js';
+import { TranscriptError, transcriptHash } from '../../../clients/transcript.js';
 
 interface Recorded {
   method: string;

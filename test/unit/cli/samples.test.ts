@@ -2,9 +2,9 @@
 // and exactly what samples/generate.ts produces.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { parseTranscript, planBatches, transcriptHash } from '../../../clients/transcript.js';
 import { estimateMessagesTokensRough } from '../../../engine/index.js';
 import { generateSamples, toJsonl } from '../../../samples/generate.js';
-import { parseTranscript, planBatches, transcriptHash } from '../../../workers/transcript.js';
 
 const read = (file: string) => readFileSync(new URL(`../../../samples/${file}`, import.meta.url), 'utf8');
 

@@ -1,4 +1,4 @@
-// Transcript parsing, idempotency keys and batching of `dctx import` (workers/transcript.ts).
+// Transcript parsing, idempotency keys and batching of `dctx import` (clients/transcript.ts).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -9,7 +9,7 @@ import {
   type TranscriptEntry,
   TranscriptError,
   transcriptHash,
-} from '../../../workers/transcript.js';
+} from '../../../clients/transcript.js';
 
 const jsonl = (...lines: unknown[]) => lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n');
 

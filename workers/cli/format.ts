@@ -1,6 +1,7 @@
 // Text rendering for `dctx` (pure): search results, status, compaction lists, import summaries. Colour only when the
 // caller says the output is a terminal.
-import type { CompactionSummary, ConversationStatus, ImportResult, ReplayResult, SearchResult } from './cliClient.js';
+import type { CompactionSummary, PublishedStatus, ReplayResult, SearchResult } from '../../clients/httpClient.js';
+import type { ImportResult } from '../../clients/importTranscript.js';
 
 const BOLD_YELLOW = '\u001b[1;33m';
 const DIM = '\u001b[2m';
@@ -34,7 +35,7 @@ export function formatSearchResults(
   return lines.join('\n');
 }
 
-export function formatStatus(s: ConversationStatus): string {
+export function formatStatus(s: PublishedStatus): string {
   const rows: [string, string][] = [
     ['conversation', `${s.conversationId} (tenant ${s.tenantId})`],
     ['session', s.sessionId],

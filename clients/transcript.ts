@@ -1,5 +1,6 @@
-// Transcript files for `dctx import` (pure): JSONL parsing with errors that name the line, deterministic idempotency
-// keys (`<file-hash>:<line>`, so a re-import is a no-op) and the split into the batches posted to the gateway.
+// Transcript files for import (`dctx import`, the demo; pure): JSONL parsing with errors that name the line,
+// deterministic idempotency keys (`<file-hash>:<line>`, so a re-import is a no-op) and the split into the batches
+// posted to the gateway (clients/importTranscript.ts).
 import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
 import type { IncomingMessage } from '../contracts/conversation.js';
