@@ -10,16 +10,18 @@ import {
   type WorkflowUpdateHandle,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
+import type { ReplayResult } from '../contracts/compactionActivities.js';
 import type {
   ChatTurnRequest,
   CompactionResult,
   CompactRequest,
+  ConversationInput,
   ConversationStatus,
   SwitchModelRequest,
   TurnResult,
 } from '../contracts/conversation.js';
 import type { StoredBatch } from '../contracts/conversationLog.js';
-import type { ConversationInput, conversationWorkflow } from '../workflows/conversation/workflow.js';
+import type { conversationWorkflow } from '../workflows/conversation/workflow.js';
 import {
   batchStoredSignal,
   chatTurnUpdate,
@@ -28,7 +30,7 @@ import {
   switchModelUpdate,
 } from '../workflows/definitions.js';
 import { CONVERSATIONS_TASK_QUEUE, conversationWorkflowId, replayWorkflowId } from '../workflows/ids.js';
-import type { ReplayResult, replayCompactionWorkflow } from '../workflows/replay.js';
+import type { replayCompactionWorkflow } from '../workflows/replay.js';
 import { ConversationId, Model, TenantId } from '../workflows/searchAttributes.js';
 
 /** Temporal cannot be reached, or the conversation's worker did not take the request in time: retry later (503). */

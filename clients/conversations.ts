@@ -5,10 +5,12 @@
 // unavailable.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { ReplayResult } from '../contracts/compactionActivities.js';
 import type {
   ChatTurnRequest,
   CompactionResult,
   CompactRequest,
+  ConversationInput,
   ConversationStatus,
   IncomingMessage,
   SubmitMessages,
@@ -24,9 +26,8 @@ import type { ConversationRow, Database } from '../infra/db/schema.js';
 import { ConversationNotFoundError } from '../infra/db/storeErrors.js';
 import { getTurn } from '../infra/db/turns.js';
 import { startingStatus } from '../workflows/conversation/state.js';
-import type { ConversationInput } from '../workflows/conversation/workflow.js';
+
 import { newSessionId } from '../workflows/ids.js';
-import type { ReplayResult } from '../workflows/replay.js';
 import { validateSubmit } from '../workflows/validation.js';
 import { type ConversationClient, TemporalUnavailableError } from './conversationClient.js';
 

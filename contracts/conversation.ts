@@ -1,8 +1,17 @@
 // The conversation's vocabulary (DESIGN.md §2 contracts/): what clients send (batches, chat turns, manual compaction,
-// model switches) and what they get back (the compaction report, turn results, the status). Pure types, safe in the
-// workflow bundle; the workflow's signals and updates carrying them are in workflows/definitions.ts.
-import type { ChatMessage, CompressionStats, Usage } from '../engine/index.js';
-import type { CompactionStatus, CompactionTrigger } from './compaction.js';
+// model switches), what they get back (the compaction report, turn results, the status) and the workflow's input and
+// carried state. Pure types, safe in the workflow bundle; the workflow's signals and updates carrying them are in
+// workflows/definitions.ts.
+import type {
+  CacheTtl,
+  ChatMessage,
+  CompressionConfig,
+  CompressionStats,
+  CompressorState,
+  HostPolicy,
+  Usage,
+} from '../engine/index.js';
+import type { CompactionStatus, CompactionTimeouts, CompactionTrigger } from './compaction.js';
 import type { StoredBatch } from './conversationLog.js';
 
 /** One incoming message with the client's idempotency key (unique per conversation; a repeat is a no-op). */
@@ -132,3 +141,72 @@ export interface ConversationStatus {
 }
 
 export type AutoPause = 'frequency' | 'tenant_frequency' | 'fixed_point';
+
+// ---------------------------------------------------------------------------------------------------------------
+// The conversation workflow's input and the compact state it carries through continue-as-new (DESIGN.md §3).
+
+export interface ConversationInput {
+  tenantId: string;
+  conversationId: string;
+  model: string;
+  provider?: string | null;
+  /** Explicit window (model.context_length); otherwise resolved from the registry (SPEC §4.1). */
+  contextLength?: number | null;
+  source?: string;
+  title?: string | null;
+  /** Test and operations knobs; defaults are the spec's. */
+  timeouts?: Partial<CompactionTimeouts>;
+  /** How long a missing batch notification is waited for before its sequence number counts as applied (ms). */
+  gapWaitMs?: number;
+  /** Present after continue-as-new. */
+  carried?: CarriedState;
+}
+
+/** Which batches the workflow has taken its decisions for (their sequence numbers, DESIGN.md §3). */
+export interface AppliedBatches {
+  /** Every batch up to this one is applied. */
+  appliedSeq: number;
+  /** Applied batches above `appliedSeq` (their notifications arrived out of order). */
+  ahead: number[];
+  /** The highest sequence number the workflow knows to exist. */
+  latestSeq: number;
+}
+
+/** The compact state carried through continue-as-new: ids, counters, engine state, last usage; no transcript. */
+export interface CarriedState {
+  sessionId: string;
+  config: CompressionConfig;
+  host: HostPolicy;
+  policyVersion: number;
+  cacheTtl: CacheTtl | null;
+  compressor: CompressorState;
+  compactionSeq: number;
+  turnSeq: number;
+  /** The freshest known totals of the live transcript and the conversation version they belong to. */
+  version: number;
+  activeMessages: number;
+  activeTokens: number;
+  /** Live tokens when the last real reading was taken, not counting the rows that came with it (SPEC §7.6). */
+  readingBaseTokens: number;
+  /** The version right after the latest committed compaction: a reading of a batch accepted before it predates it. */
+  lastCommitVersion: number;
+  batches: AppliedBatches;
+  /** An automatic compaction ran and no model call happened since (SPEC §7.6: at most one between two calls). */
+  autoSinceModelCall: boolean;
+  /** Workflow times (ms) of the automatic compactions committed in the last hour (SPEC §19 frequency breaker). */
+  autoTimes: number[];
+  /** Why automatic in-loop compaction is paused now (its notice was shown once), or null. */
+  autoPaused: AutoPause | null;
+  /** A real user message arrived since the last committed compaction (SPEC §19 fixed-point detector). */
+  userSinceCompaction: boolean;
+  hygieneCooldownUntil: number | null;
+  contextLength: number;
+  model: string;
+  provider: string | null;
+  processedBatches: number;
+  lastCompaction: CompactionResult | null;
+  notices: string[];
+  lastCommittedCompactionId: string | null;
+  cache: CacheTelemetry;
+  runs: number;
+}

@@ -4,6 +4,7 @@
 // Errors no retry can fix are non-retryable ApplicationFailures raised by the activities themselves.
 import type { ActivityOptions } from '@temporalio/workflow';
 import type { CompactionTimeouts } from '../contracts/compaction.js';
+import { FailureType } from '../contracts/failures.js';
 
 /** How long the server waits for a heartbeat before it retries the activity elsewhere. */
 export const HEARTBEAT_TIMEOUT_SECONDS = 3;
@@ -56,5 +57,18 @@ export function summaryActivityOptions(t: CompactionTimeouts): ActivityOptions {
     scheduleToCloseTimeout: `${t.summaryCeilingSeconds} seconds`,
     heartbeatTimeout: `${t.summaryHeartbeatSeconds} seconds`,
     retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
+  };
+}
+
+/** The replay's record reads and writes (SPEC §13.7): bounded retries; a missing or non-replayable record is final. */
+export function replayStoreActivityOptions(t: CompactionTimeouts): ActivityOptions {
+  return {
+    startToCloseTimeout: `${t.phaseSeconds} seconds`,
+    retry: {
+      initialInterval: '200 milliseconds',
+      maximumInterval: '5 seconds',
+      maximumAttempts: 8,
+      nonRetryableErrorTypes: [FailureType.NotFound, FailureType.NotReplayable],
+    },
   };
 }

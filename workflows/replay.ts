@@ -3,42 +3,15 @@
 // live transcript and the conversation's engine takes it as previousSummary; otherwise it is only recorded.
 import { ActivityFailure, getExternalWorkflowHandle, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { ReplayActivities } from '../activities/compaction/index.js';
-import type { CompactionTimeouts } from '../contracts/compaction.js';
-import { DEFAULT_COMPACTION_TIMEOUTS } from './compaction.js';
+import type { ReplayInput, ReplayResult } from '../contracts/compactionActivities.js';
+import { DEFAULT_COMPACTION_TIMEOUTS, replayStoreActivityOptions, summaryActivityOptions } from './activityOptions.js';
 import { summaryReplacedSignal } from './definitions.js';
 import { conversationWorkflowId } from './ids.js';
 
-export interface ReplayInput {
-  tenantId: string;
-  compactionId: string;
-  timeouts?: Partial<CompactionTimeouts>;
-}
-
-export interface ReplayResult {
-  compactionId: string;
-  status: 'replaced' | 'recorded' | 'failed';
-  reason: string | null;
-  summaryBody: string | null;
-  error: string | null;
-}
-
 export async function replayCompactionWorkflow(input: ReplayInput): Promise<ReplayResult> {
   const t = { ...DEFAULT_COMPACTION_TIMEOUTS, ...input.timeouts };
-  const store = proxyActivities<ReplayActivities>({
-    startToCloseTimeout: `${t.phaseSeconds} seconds`,
-    retry: {
-      initialInterval: '200 milliseconds',
-      maximumInterval: '5 seconds',
-      maximumAttempts: 8,
-      nonRetryableErrorTypes: ['NotFound', 'NotReplayable'],
-    },
-  });
-  const summary = proxyActivities<ReplayActivities>({
-    startToCloseTimeout: `${t.summaryAttemptSeconds} seconds`,
-    scheduleToCloseTimeout: `${t.summaryCeilingSeconds} seconds`,
-    heartbeatTimeout: `${t.summaryHeartbeatSeconds} seconds`,
-    retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumAttempts: 3 },
-  });
+  const store = proxyActivities<ReplayActivities>(replayStoreActivityOptions(t));
+  const summary = proxyActivities<ReplayActivities>(summaryActivityOptions(t));
   const ref = { tenantId: input.tenantId, compactionId: input.compactionId };
   const target = await store.describeReplay(ref);
   setCurrentDetails(`Replaying compaction ${input.compactionId} (${target.status}) of session ${target.sessionId}`);

@@ -1,5 +1,6 @@
 // The compaction record and phase 2 (SPEC §8.1: boundaries are computed on the unpruned input, so align runs first).
-import type { AlignInput, AlignResult, BeginCompactionInput, StoredPlan } from '../../contracts/compaction.js';
+import type { StoredPlan } from '../../contracts/compaction.js';
+import type { AlignInput, AlignResult, BeginCompactionInput } from '../../contracts/compactionActivities.js';
 import {
   buildSummaryRequest,
   estimateMessagesTokensRough,

@@ -1,5 +1,6 @@
 // Phase 1 (S5, SPEC §8.4): dedup and clear old tool output on the working copy; stores only the changed rows.
-import type { CompactionRef, StoredPrune } from '../../contracts/compaction.js';
+import type { StoredPrune } from '../../contracts/compaction.js';
+import type { CompactionRef } from '../../contracts/compactionActivities.js';
 import { prunePhase } from '../../engine/index.js';
 import { updateCompaction } from '../../infra/db/compactions.js';
 import { type CompactionActivityDeps, loadSnapshot, requireRecord } from './record.js';

@@ -1,6 +1,7 @@
 // Phase 4 (S7–S8, SPEC §8.6) and the commit of SPEC §13.2 / §13.3 in one transaction, idempotent by compaction id;
 // and the record of a compaction that ended without a commit (abort, failure after retries).
-import type { CompactionEnd, ReassembleInput, ReassembleResult, StoredStats } from '../../contracts/compaction.js';
+import type { StoredStats } from '../../contracts/compaction.js';
+import type { CompactionEnd, ReassembleInput, ReassembleResult } from '../../contracts/compactionActivities.js';
 import { toStorableText } from '../../contracts/storableText.js';
 import {
   buildFallbackSummary,

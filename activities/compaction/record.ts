@@ -2,7 +2,8 @@
 // inputs by compaction id from PostgreSQL, so no transcript travels through Temporal payloads.
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
-import type { CompactionRef, StoredPlan, StoredPrune } from '../../contracts/compaction.js';
+import type { StoredPlan, StoredPrune } from '../../contracts/compaction.js';
+import type { CompactionRef } from '../../contracts/compactionActivities.js';
 import { FailureType } from '../../contracts/failures.js';
 import type { ChatMessage, CompactionPlan, Summarizer } from '../../engine/index.js';
 import { getCompaction } from '../../infra/db/compactions.js';

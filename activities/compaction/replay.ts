@@ -10,7 +10,7 @@ import {
   type CompactionRef,
   notReplayableReason,
   type ReplayTarget,
-} from '../../contracts/compaction.js';
+} from '../../contracts/compactionActivities.js';
 import { FailureType } from '../../contracts/failures.js';
 import { summaryText } from '../../engine/index.js';
 import { replaceReplayedSummary } from '../../infra/db/compactionCommit/index.js';

@@ -1,7 +1,7 @@
 // Phase 3 (S6, SPEC §8.5): one summarizer attempt per activity attempt; the retry policy lives in the workflow
 // (SPEC §9.2). Rejects on failure — an empty reply is non-retryable — and never stores error text as a summary.
 import { Context } from '@temporalio/activity';
-import type { CompactionRef, SummarizeResult } from '../../contracts/compaction.js';
+import type { CompactionRef, SummarizeResult } from '../../contracts/compactionActivities.js';
 import { toStorableText } from '../../contracts/storableText.js';
 import { updateCompaction } from '../../infra/db/compactions.js';
 import { type CompactionActivityDeps, prunedSnapshot, requireRecord, summarizerForSession } from './record.js';

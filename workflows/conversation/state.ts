@@ -1,8 +1,17 @@
-// State of the conversation workflow: its input, the compact state carried through continue-as-new (DESIGN.md §3),
-// and the status view built from it. Pure and deterministic.
+// State of the conversation workflow (its input and carried state are contracts/conversation.ts) and the status view
+// built from it. Pure and deterministic.
 
 import type { CompactionTimeouts } from '../../contracts/compaction.js';
-import type { AutoPause, CacheTelemetry, CompactionResult, ConversationStatus } from '../../contracts/conversation.js';
+import type {
+  AppliedBatches,
+  CacheTelemetry,
+  CarriedState,
+  ConversationInput,
+  ConversationStatus,
+} from '../../contracts/conversation.js';
+
+export type { AppliedBatches, CarriedState, ConversationInput };
+
 import {
   type CacheTtl,
   type CompressionConfig,
@@ -11,72 +20,6 @@ import {
   type HostPolicy,
   promptCachingState,
 } from '../../engine/index.js';
-
-export interface ConversationInput {
-  tenantId: string;
-  conversationId: string;
-  model: string;
-  provider?: string | null;
-  /** Explicit window (model.context_length); otherwise resolved from the registry (SPEC §4.1). */
-  contextLength?: number | null;
-  source?: string;
-  title?: string | null;
-  /** Test and operations knobs; defaults are the spec's. */
-  timeouts?: Partial<CompactionTimeouts>;
-  /** How long a missing batch notification is waited for before its sequence number counts as applied (ms). */
-  gapWaitMs?: number;
-  /** Present after continue-as-new. */
-  carried?: CarriedState;
-}
-
-/** Which batches the workflow has taken its decisions for (their sequence numbers, DESIGN.md §3). */
-export interface AppliedBatches {
-  /** Every batch up to this one is applied. */
-  appliedSeq: number;
-  /** Applied batches above `appliedSeq` (their notifications arrived out of order). */
-  ahead: number[];
-  /** The highest sequence number the workflow knows to exist. */
-  latestSeq: number;
-}
-
-/** The compact state carried through continue-as-new: ids, counters, engine state, last usage; no transcript. */
-export interface CarriedState {
-  sessionId: string;
-  config: CompressionConfig;
-  host: HostPolicy;
-  policyVersion: number;
-  cacheTtl: CacheTtl | null;
-  compressor: CompressorState;
-  compactionSeq: number;
-  turnSeq: number;
-  /** The freshest known totals of the live transcript and the conversation version they belong to. */
-  version: number;
-  activeMessages: number;
-  activeTokens: number;
-  /** Live tokens when the last real reading was taken, not counting the rows that came with it (SPEC §7.6). */
-  readingBaseTokens: number;
-  /** The version right after the latest committed compaction: a reading of a batch accepted before it predates it. */
-  lastCommitVersion: number;
-  batches: AppliedBatches;
-  /** An automatic compaction ran and no model call happened since (SPEC §7.6: at most one between two calls). */
-  autoSinceModelCall: boolean;
-  /** Workflow times (ms) of the automatic compactions committed in the last hour (SPEC §19 frequency breaker). */
-  autoTimes: number[];
-  /** Why automatic in-loop compaction is paused now (its notice was shown once), or null. */
-  autoPaused: AutoPause | null;
-  /** A real user message arrived since the last committed compaction (SPEC §19 fixed-point detector). */
-  userSinceCompaction: boolean;
-  hygieneCooldownUntil: number | null;
-  contextLength: number;
-  model: string;
-  provider: string | null;
-  processedBatches: number;
-  lastCompaction: CompactionResult | null;
-  notices: string[];
-  lastCommittedCompactionId: string | null;
-  cache: CacheTelemetry;
-  runs: number;
-}
 
 export const EMPTY_CACHE_TELEMETRY: CacheTelemetry = {
   turns: 0,

@@ -1,0 +1,112 @@
+// The compaction's activities and the replay workflow: their inputs and results (ids and decisions, never message
+// content, DESIGN.md §3), and the replayability rule the gateway and the replay activities share (SPEC §13.7).
+import type { CompressionStats, SummaryFailureClass } from '../engine/index.js';
+import {
+  type CommittedTotals,
+  type CompactionTimeouts,
+  REPLAYABLE_STATUSES,
+  type StoredCompactionTrigger,
+} from './compaction.js';
+
+export interface CompactionRef {
+  tenantId: string;
+  compactionId: string;
+}
+
+export interface BeginCompactionInput extends CompactionRef {
+  sessionId: string;
+  conversationId: string;
+  seq: number;
+  trigger: StoredCompactionTrigger;
+  inPlace: boolean;
+  focusTopic: string | null;
+  previousSummary: string | null;
+}
+
+export interface AlignInput extends CompactionRef {
+  protectFirstN: number;
+  protectLastN: number;
+  minTailUserMessages: number;
+  tailTokenBudget: number;
+  contextLength: number;
+  /** Compact only the history before this row (hygiene: the incoming message and what follows stay out). */
+  beforeRowId?: number | null;
+}
+
+export interface AlignResult {
+  noop: false | string;
+  headEnd: number;
+  cut: number;
+  inputRows: number;
+  tokensBefore: number;
+}
+
+export type SummarizeResult =
+  | { ok: true; summarizerCalled: true }
+  | { ok: false; failureClass: SummaryFailureClass; summarizerCalled: boolean; reason: string };
+
+export interface ReassembleInput extends CompactionRef {
+  /** Set when the summary failed: build the fallback summary of SPEC §9.5 with this class. */
+  fallbackFailureClass: SummaryFailureClass | null;
+  /** Estimated tokens the result must save to be committed (SPEC §19 min_gain_tokens; hygiene ≥ 1, §11.3); null: none. */
+  requiredGain: number | null;
+  /** Rotation target (SPEC §13.3), generated in the workflow; null for in-place. */
+  newSessionId: string | null;
+  platform: string;
+}
+
+export interface ReassembleResult {
+  status: 'committed' | 'fallback' | 'rejected';
+  sessionId: string;
+  summaryBody: string | null;
+  stats: CompressionStats;
+  /** The conversation's totals after the commit (null when nothing was committed, or without a record). */
+  totals: CommittedTotals | null;
+  /** SPEC §19 fixed point: similarity of the new summary body to the previous one (null without one). */
+  similarity: number | null;
+}
+
+export interface CompactionEnd extends CompactionRef {
+  status: 'aborted' | 'failed';
+  error: string | null;
+  failureClass: SummaryFailureClass | null;
+}
+
+/** Why a compaction with this status cannot be replayed, or null when it can (SPEC §13.7). */
+export function notReplayableReason(record: { id: string; status: string; conversation_id: string }): string | null {
+  if ((REPLAYABLE_STATUSES as readonly string[]).includes(record.status)) return null;
+  if (record.status === 'aborted' || record.status === 'failed' || record.status === 'rejected') {
+    return (
+      `compaction ${record.id} ended '${record.status}': nothing was committed, so there is no summary to replace. ` +
+      `To compact the live transcript now, POST /v1/conversations/${record.conversation_id}/compact.`
+    );
+  }
+  return `compaction ${record.id} has status '${record.status}'; only compactions that used the fallback summary can be replayed`;
+}
+
+export interface ReplayTarget {
+  conversationId: string;
+  sessionId: string;
+  status: string;
+}
+
+export interface ApplyReplayResult {
+  applied: boolean;
+  reason: string | null;
+  conversationId: string;
+}
+
+/** The replay workflow's input (SPEC §13.7). */
+export interface ReplayInput {
+  tenantId: string;
+  compactionId: string;
+  timeouts?: Partial<CompactionTimeouts>;
+}
+
+export interface ReplayResult {
+  compactionId: string;
+  status: 'replaced' | 'recorded' | 'failed';
+  reason: string | null;
+  summaryBody: string | null;
+  error: string | null;
+}
