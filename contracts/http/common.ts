@@ -50,7 +50,10 @@ function withoutRequired(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(withoutRequired);
   if (schema === null || typeof schema !== 'object') return schema;
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(schema)) if (key !== 'required') out[key] = withoutRequired(value);
+  for (const [key, value] of Object.entries(schema)) {
+    // The keyword (a list of names), not a property that happens to be called `required`.
+    if (key !== 'required' || !Array.isArray(value)) out[key] = withoutRequired(value);
+  }
   return out;
 }
 

@@ -3,7 +3,8 @@
 
 import { type Static, Type } from 'typebox';
 import { COMPACTION_STATUSES, COMPACTION_TRIGGERS, type StoredStats } from '../compaction.js';
-import { isoDateTime, MAX_OFFSET, nullable, openObject, stringEnum } from './common.js';
+import type { ReplayResult as ReplayResultContract } from '../compactionActivities.js';
+import { type Assert, isoDateTime, MAX_OFFSET, nullable, openObject, type Same, stringEnum } from './common.js';
 
 const statusList = `^(${COMPACTION_STATUSES.join('|')})(,(${COMPACTION_STATUSES.join('|')}))*$`;
 
@@ -59,3 +60,4 @@ export const ReplayResult = Type.Object(
   { description: 'What the replay did' },
 );
 export type ReplayResult = Static<typeof ReplayResult>;
+export type ReplayResultMatchesContract = Assert<Same<ReplayResult, ReplayResultContract>>;

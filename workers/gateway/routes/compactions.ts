@@ -3,7 +3,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
 import { notReplayableReason } from '../../../contracts/compactionActivities.js';
 import type { Conversations } from '../../../clients/conversations.js';
-import type { StoredCompactionStatus } from '../../../contracts/compaction.js';
 import { errorResponses } from '../../../contracts/http/common.js';
 import {
   CompactionList,
@@ -48,8 +47,7 @@ export function compactionRoutes(deps: {
             sessionId: c.session_id,
             seq: c.seq,
             trigger: c.trigger,
-            // Written by the store from the contract's statuses only (contracts/compaction.ts).
-            status: c.status as StoredCompactionStatus,
+            status: c.status,
             replayable: c.replayable,
             failureClass: c.failure_class,
             error: c.error,
