@@ -90,11 +90,20 @@ describe('the worker is down', () => {
     } finally {
       await gw.stack.startWorker();
     }
-    const caughtUp = await gw.call('POST', `/v1/conversations/${conv}/messages`, key, {
+    // As a client does: a 503 is retried after Retry-After with the same idempotency key. The restarted worker takes
+    // over the conversation within a few waits (more on a loaded machine); the batch is stored once either way.
+    let caughtUp = await gw.call('POST', `/v1/conversations/${conv}/messages`, key, {
       messages: [message('after', 'm3')],
       wait: true,
     });
-    expect(caughtUp.status).toBe(200);
+    for (let retries = 0; caughtUp.status === 503 && retries < 15; retries++) {
+      await new Promise((resolve) => setTimeout(resolve, Number(caughtUp.headers.get('retry-after')) * 1000));
+      caughtUp = await gw.call('POST', `/v1/conversations/${conv}/messages`, key, {
+        messages: [message('after', 'm3')],
+        wait: true,
+      });
+    }
+    expect(caughtUp.status, caughtUp.text).toBe(200);
     expect(caughtUp.json.status).toMatchObject({ activeMessages: 4, batchSeq: 4, appliedSeq: 4 });
     const context = await gw.call('GET', `/v1/conversations/${conv}/context`, key);
     expect(context.json.messages.map((m: any) => m.content)).toEqual(['before', 'during', 'waiting', 'after']);
