@@ -90,6 +90,24 @@ export interface CompactionOutcome {
   error: string | null;
 }
 
+/** The outcome of a compaction that committed nothing (yet): `failed`, the transcript untouched. */
+export function failedCompaction(compactionId: string, sessionId: string, error: string | null): CompactionOutcome {
+  return {
+    compactionId,
+    status: 'failed',
+    noopReason: null,
+    sessionId,
+    summaryBody: null,
+    fallbackUsed: false,
+    summarizerCalled: false,
+    failureClass: null,
+    stats: null,
+    totals: null,
+    similarity: null,
+    error,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Stored in the `compactions` row.
 

@@ -9,7 +9,12 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { CompactionActivities } from '../activities/compaction/index.js';
-import type { CompactionInput, CompactionOutcome, CompactionTimeouts } from '../contracts/compaction.js';
+import {
+  type CompactionInput,
+  type CompactionOutcome,
+  type CompactionTimeouts,
+  failedCompaction,
+} from '../contracts/compaction.js';
 import { FailureType } from '../contracts/failures.js';
 import type { SummaryFailureClass } from '../engine/index.js';
 import { phaseActivityOptions, summaryActivityOptions } from './activityOptions.js';
@@ -39,20 +44,7 @@ function failureType(err: unknown): string | null {
 export async function compactionWorkflow(input: CompactionInput): Promise<CompactionOutcome> {
   const { phase, summary } = phases(input.timeouts);
   const ref = { tenantId: input.tenantId, compactionId: input.compactionId };
-  const outcome: CompactionOutcome = {
-    compactionId: input.compactionId,
-    status: 'failed',
-    noopReason: null,
-    sessionId: input.sessionId,
-    summaryBody: null,
-    fallbackUsed: false,
-    summarizerCalled: false,
-    failureClass: null,
-    stats: null,
-    totals: null,
-    similarity: null,
-    error: null,
-  };
+  const outcome: CompactionOutcome = failedCompaction(input.compactionId, input.sessionId, null);
   const mark = (status: string, details: string) => {
     upsertSearchAttributes([
       { key: CompactionStatusKey, value: status },

@@ -60,6 +60,18 @@ export function messageToFields(message: ChatMessage): MessageFields {
   return { ...columnsOf(toStorableJson(exact)), raw_message: JSON.stringify(exact) };
 }
 
+/** The columns a message is stored in (select them to read it back with `fieldsToMessage`). */
+export const MESSAGE_COLUMNS = [
+  'role',
+  'content',
+  'content_parts',
+  'tool_calls',
+  'tool_call_id',
+  'tool_name',
+  'extra',
+  'raw_message',
+] as const;
+
 /** The row shape `fieldsToMessage` reads (jsonb columns as pg returns them). */
 export interface MessageColumns {
   role: Role;

@@ -3,8 +3,8 @@
 import { type Kysely, sql } from 'kysely';
 import { estimateMessageTokensRough } from '../../engine/tokens.js';
 import type { ChatMessage } from '../../engine/types.js';
-import { fieldsToMessage, messageToFields } from './messageRows.js';
-import type { Database } from './schema.js';
+import { fieldsToMessage, MESSAGE_COLUMNS, messageToFields } from './messageRows.js';
+import type { Database, MessageRow } from './schema.js';
 import { withTenant } from './tenant.js';
 
 export interface StoredMessage {
@@ -32,36 +32,10 @@ const STORED_COLUMNS = [
   'idempotency_key',
   'token_estimate',
   'timestamp',
-  'role',
-  'content',
-  'content_parts',
-  'tool_calls',
-  'tool_call_id',
-  'tool_name',
-  'extra',
-  'raw_message',
+  ...MESSAGE_COLUMNS,
 ] as const;
 
-function rowToStored(row: {
-  id: number;
-  session_id: string;
-  position: number;
-  active: boolean;
-  compacted: boolean;
-  compaction_id: string | null;
-  summary_body: string | null;
-  idempotency_key: string | null;
-  token_estimate: number;
-  timestamp: Date;
-  role: ChatMessage['role'];
-  content: string | null;
-  content_parts: unknown[] | null;
-  tool_calls: unknown[] | null;
-  tool_call_id: string | null;
-  tool_name: string | null;
-  extra: Record<string, unknown> | null;
-  raw_message: string | null;
-}): StoredMessage {
+function rowToStored(row: Pick<MessageRow, (typeof STORED_COLUMNS)[number]>): StoredMessage {
   return {
     id: row.id,
     sessionId: row.session_id,

@@ -6,7 +6,7 @@ import { SUMMARY_PREFIX } from '../../engine/constants.js';
 import type { ChatMessage, ContentPart } from '../../engine/types.js';
 import { COMMITTED_STATUSES, commitNoteOf, isCommitted, lockCompaction, selectCompaction } from './compactions.js';
 import { lockConversation, setTotals } from './conversations.js';
-import { fieldsToMessage } from './messageRows.js';
+import { fieldsToMessage, MESSAGE_COLUMNS } from './messageRows.js';
 import { insertMessageRows } from './messages.js';
 import type { CompactionRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
@@ -58,20 +58,7 @@ async function isLatestCommitted(tx: Kysely<Database>, tenantId: string, record:
 async function findSummaryRow(tx: Kysely<Database>, tenantId: string, record: CompactionRow) {
   let query = tx
     .selectFrom('messages')
-    .select([
-      'id',
-      'position',
-      'active',
-      'role',
-      'content',
-      'content_parts',
-      'tool_calls',
-      'tool_call_id',
-      'tool_name',
-      'extra',
-      'raw_message',
-      'token_estimate',
-    ])
+    .select(['id', 'position', 'active', 'token_estimate', ...MESSAGE_COLUMNS])
     .where('tenant_id', '=', tenantId)
     .where('session_id', '=', transcriptSessionOf(record));
   const summaryRowId = commitNoteOf(record)?.summaryRowId;

@@ -1,6 +1,6 @@
 // How a compaction outcome changes the conversation's state and its engine, and the outcome of a compaction child
 // that failed as a whole. Pure and deterministic; unit-tested without a server.
-import type { CompactionOutcome } from '../../contracts/compaction.js';
+import { type CompactionOutcome, failedCompaction } from '../../contracts/compaction.js';
 import type { ContextCompressor } from '../../engine/index.js';
 import { absorbTotals, type CarriedState } from './state.js';
 
@@ -57,18 +57,5 @@ export function applyOutcome(
 /** The outcome of a compaction child that failed as a whole: the transcript is untouched (SPEC §7.6). */
 export function failedOutcome(compactionId: string, sessionId: string, err: unknown): CompactionOutcome {
   const error = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
-  return {
-    compactionId,
-    status: 'failed',
-    noopReason: null,
-    sessionId,
-    summaryBody: null,
-    fallbackUsed: false,
-    summarizerCalled: false,
-    failureClass: null,
-    stats: null,
-    totals: null,
-    similarity: null,
-    error,
-  };
+  return failedCompaction(compactionId, sessionId, error);
 }
