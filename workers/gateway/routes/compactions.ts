@@ -1,8 +1,8 @@
 // Compaction routes (tenant key): list by status, replay one (SPEC §13.7). Schemas: contracts/http/compactions.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
-import { notReplayableReason } from '../../../contracts/compactionActivities.js';
 import type { Conversations } from '../../../clients/conversations.js';
+import { notReplayableReason } from '../../../contracts/compactionActivities.js';
 import { errorResponses } from '../../../contracts/http/common.js';
 import {
   CompactionList,
