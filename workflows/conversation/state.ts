@@ -1,7 +1,6 @@
 // State of the conversation workflow (its input and carried state are contracts/conversation.ts) and the status view
 // built from it. Pure and deterministic.
 
-import type { CompactionTimeouts } from '../../contracts/compaction.js';
 import type {
   AppliedBatches,
   CacheTelemetry,
@@ -12,14 +11,7 @@ import type {
 
 export type { AppliedBatches, CarriedState, ConversationInput };
 
-import {
-  type CacheTtl,
-  type CompressionConfig,
-  type CompressorState,
-  type ContextCompressor,
-  type HostPolicy,
-  promptCachingState,
-} from '../../engine/index.js';
+import { type CacheTtl, type ContextCompressor, promptCachingState } from '../../engine/index.js';
 
 export const EMPTY_CACHE_TELEMETRY: CacheTelemetry = {
   turns: 0,
