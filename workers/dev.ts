@@ -109,6 +109,7 @@ const app = await buildGateway({
   adminKey: key,
   metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
   cacheTtl: config.promptCaching.cacheTtl,
+  providers: llm.providers ?? null,
   defaultModel: defaultModelFrom(config),
 });
 const apiUrl = await app.listen({ port: env.GATEWAY_PORT, host: '127.0.0.1' });

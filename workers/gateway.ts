@@ -35,6 +35,7 @@ const app = await buildGateway({
   adminKey: env.DURABLE_CONTEXT_ADMIN_KEY,
   metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
   cacheTtl: config.promptCaching.cacheTtl,
+  providers,
   defaultModel: defaultModelFrom(config),
   bodyLimit: env.GATEWAY_BODY_LIMIT,
   logger: true,

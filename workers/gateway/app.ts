@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import type { Conversations } from '../../clients/conversations.js';
 import type { CacheTtl } from '../../engine/index.js';
 import type { Database } from '../../infra/db/schema.js';
+import type { ProvidersConfig } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
 import { errorHandler, HttpError } from './errors.js';
 import { installJsonBodyParser } from './jsonBody.js';
@@ -26,6 +27,8 @@ export interface GatewayDeps {
   /** When set, `/metrics` requires this bearer key. */
   metricsKey?: string | null;
   cacheTtl: CacheTtl | null;
+  /** config.yaml `providers:` (the caching route of the prepared context); null or absent: none configured. */
+  providers?: ProvidersConfig | null;
   defaultModel: { model: string; provider: string | null; contextLength: number | null };
   /** Largest accepted request body in bytes (default 1 MiB). */
   bodyLimit?: number;

@@ -22,15 +22,10 @@ import {
   StoredMessages,
 } from '../../../contracts/http/conversations.js';
 import { CompactionReport, PublishedStatus } from '../../../contracts/http/status.js';
-import {
-  applyAnthropicCacheControl,
-  type CacheTtl,
-  type ChatMessage,
-  promptCachingState,
-  sanitizeToolPairs,
-} from '../../../engine/index.js';
+import { type CacheTtl, prepareContext } from '../../../engine/index.js';
 import { listMessages, loadTranscript } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
+import { cachingRouteFor, type ProvidersConfig } from '../../../infra/llm/providers.js';
 import { requireTenant } from '../auth.js';
 import { HttpError } from '../errors.js';
 
@@ -38,6 +33,8 @@ export interface ConversationRouteDeps {
   db: Kysely<Database>;
   conversations: Conversations;
   cacheTtl: CacheTtl | null;
+  /** config.yaml `providers:` (their caching routes decide the markers of the prepared context); null: none. */
+  providers?: ProvidersConfig | null;
   defaultModel: { model: string; provider: string | null; contextLength: number | null };
 }
 
@@ -137,21 +134,18 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
         const { conversationId } = request.params;
         const status = await conversations.sync(request.tenantId, conversationId);
         const model = request.query.model ?? status.model;
-        const provider = request.query.provider ?? status.provider ?? '';
+        const provider = request.query.provider || status.provider || null;
         const rows = await loadTranscript(deps.db, request.tenantId, status.sessionId);
-        const caching = promptCachingState({ model, provider, cacheTtl: deps.cacheTtl });
-        let messages: ChatMessage[] = sanitizeToolPairs(rows.map((r) => r.message));
-        if (caching.enabled) {
-          messages = applyAnthropicCacheControl(messages, {
-            cacheTtl: caching.ttl ?? '5m',
-            nativeAnthropic: caching.nativeAnthropic,
-          });
-        }
+        // The same prepared context the agent turn sends (engine/prepareContext.ts), for the same provider route.
+        const { messages, caching } = prepareContext(
+          rows.map((r) => r.message),
+          { model, cachingRoute: cachingRouteFor(deps.providers ?? null, provider), cacheTtl: deps.cacheTtl },
+        );
         return {
           conversationId,
           sessionId: status.sessionId,
           model,
-          provider: provider || null,
+          provider,
           promptCaching: { enabled: caching.enabled, reason: caching.reason, line: caching.line },
           estimatedTokens: status.contextTokens,
           messages,
