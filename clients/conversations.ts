@@ -28,7 +28,7 @@ import { getTurn } from '../infra/db/turns.js';
 import { startingStatus } from '../workflows/conversation/state.js';
 
 import { newSessionId } from '../workflows/ids.js';
-import { validateSubmit } from '../workflows/validation.js';
+import { validateSubmit } from '../contracts/validation.js';
 import { type ConversationClient, TemporalUnavailableError } from './conversationClient.js';
 
 /** A request refused before anything is written (HTTP 400); the message names the field. */

@@ -6,17 +6,18 @@
 // Responses are serialised with their schema, which drops undeclared properties and coerces declared types: an open
 // shape (message content, stats, policies) is declared as an open object, so its JSON is written as it is.
 import { type Static, type TSchema, type TUnsafe, Type } from 'typebox';
-import type { Role } from '../../engine/index.js';
+import { MAX_IDEMPOTENCY_KEY_LENGTH, MAX_TOKEN_COUNT } from '../validation.js';
 
 /** Largest integer an `integer` column (and a token count) holds. */
-export const MAX_INT32 = 2_147_483_647;
+export const MAX_INT32 = MAX_TOKEN_COUNT;
+/** Longest idempotency key (contracts/validation.ts). */
+export const MAX_KEY_LENGTH = MAX_IDEMPOTENCY_KEY_LENGTH;
 /** Largest accepted paging offset (search, compactions). */
 export const MAX_OFFSET = 1_000_000;
 /** Largest accepted context window (tokens). */
 export const MAX_CONTEXT_LENGTH = 100_000_000;
 
-/** The roles of a chat message. */
-export const MESSAGE_ROLES = ['system', 'user', 'assistant', 'tool'] as const satisfies readonly Role[];
+export { MESSAGE_ROLES } from '../validation.js';
 
 /** Metadata text: a string PostgreSQL can store exactly (format `dc-text`: no NUL, no unpaired surrogate). */
 export const text = (maxLength: number, minLength = 0, options: { description?: string } = {}) =>

@@ -7,7 +7,16 @@
 import { type Static, Type } from 'typebox';
 import type { ChatMessage } from '../../engine/index.js';
 import type { ChatTool } from '../conversation.js';
-import { isoDateTime, MAX_CONTEXT_LENGTH, MAX_INT32, MESSAGE_ROLES, nullable, openObject, text } from './common.js';
+import {
+  isoDateTime,
+  MAX_CONTEXT_LENGTH,
+  MAX_INT32,
+  MAX_KEY_LENGTH,
+  MESSAGE_ROLES,
+  nullable,
+  openObject,
+  text,
+} from './common.js';
 import { CompactionReport, ConversationStatusBody, PublishedStatus, TurnUsage } from './status.js';
 
 export const CONVERSATION_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$';
@@ -59,7 +68,10 @@ export const UsageBody = Type.Object(
 export const PostMessagesBody = Type.Object(
   {
     messages: Type.Array(
-      Type.Object({ message: IncomingChatMessage, idempotencyKey: text(200, 1) }, { additionalProperties: false }),
+      Type.Object(
+        { message: IncomingChatMessage, idempotencyKey: text(MAX_KEY_LENGTH, 1) },
+        { additionalProperties: false },
+      ),
       { minItems: 1 },
     ),
     usage: Type.Optional(UsageBody),

@@ -35,7 +35,7 @@ import {
   switchModelUpdate,
 } from '../definitions.js';
 import { newSessionId } from '../ids.js';
-import { validateStoredBatch } from '../validation.js';
+import { validateStoredBatch } from '../../contracts/validation.js';
 import { ConversationEntity } from './entity.js';
 import { type CarriedState, type ConversationInput, EMPTY_CACHE_TELEMETRY, skipGaps, startingStatus } from './state.js';
 import { resolveWindow } from './window.js';

@@ -1,11 +1,15 @@
 // Validation of incoming message batches (pure; used by the client before it stores anything) and of the workflow's
 // notifications. Returns a message naming the offending field, or null. Message content itself may hold any text
-// (the store keeps it losslessly); keys and numbers must fit what the store holds (issue #9 §1).
+// (the store keeps it losslessly); keys and numbers must fit what the store holds (issue #9 §1). The HTTP schemas
+// (contracts/http/) use the same limits.
 
-import type { SubmitMessages } from '../contracts/conversation.js';
-import { isStorableText } from '../contracts/storableText.js';
+import type { Role } from '../engine/types.js';
+import type { SubmitMessages } from './conversation.js';
+import { isStorableText } from './storableText.js';
 
-const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
+/** The roles of a chat message. */
+export const MESSAGE_ROLES = ['system', 'user', 'assistant', 'tool'] as const satisfies readonly Role[];
+const ROLES: ReadonlySet<string> = new Set(MESSAGE_ROLES);
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 export const MAX_BATCH_MESSAGES = 500;
 /** Token counts are stored in integer columns. */
