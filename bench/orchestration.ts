@@ -20,13 +20,13 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import type { ConversationStart } from '../clients/conversations.js';
 import { type ChatMessage, ContextCompressor, type Summarizer } from '../engine/index.js';
 import { ensureTenant } from '../infra/db/tenants.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { type DevServer, startDevServer } from '../infra/temporal/devServer.js';
 import { createTestDatabase, type TestDatabase } from '../test/harness/db.js';
 import { createStackAt, type StackAt } from '../test/harness/stackAt.js';
+import type { ConversationStart } from '../workers/gateway/conversations.js';
 import { compactionWorkflowId } from '../workflows/ids.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 

@@ -22,7 +22,6 @@ import { join } from 'node:path';
 import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { TemporalUnavailableError } from '../clients/conversationClient.js';
-import type { ConversationStart } from '../clients/conversations.js';
 import { ensureTenant } from '../infra/db/tenants.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { startDevServer } from '../infra/temporal/devServer.js';
@@ -31,6 +30,7 @@ import { fixedSummarizer } from '../test/harness/fixedSummarizer.js';
 import { startWorkerProcess, type WorkerProcess } from '../test/harness/spawnWorker.js';
 import { createStackAt, productWorkflowBundle, type StackAt } from '../test/harness/stackAt.js';
 import { agentTranscript, batch } from '../test/integration/workflows/transcript.js';
+import type { ConversationStart } from '../workers/gateway/conversations.js';
 import {
   DEFAULT_COMPACTION_TIMEOUTS,
   HEARTBEAT_TIMEOUT_SECONDS,

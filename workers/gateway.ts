@@ -4,7 +4,6 @@
 // SIGTERM/SIGINT: stop accepting, finish in-flight requests (at most 10 s), close the pools, exit 0.
 import { Connection } from '@temporalio/client';
 import { ConversationClient } from '../clients/conversationClient.js';
-import { Conversations } from '../clients/conversations.js';
 import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb } from '../infra/db/connect.js';
@@ -13,6 +12,7 @@ import { chatProviderProblem, parseProvidersConfig } from '../infra/llm/provider
 import { createMetrics } from '../infra/metrics/registry.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { buildGateway } from './gateway/app.js';
+import { Conversations } from './gateway/conversations.js';
 import { defaultModelFrom } from './gateway/defaults.js';
 import { closeHttp, handleShutdown } from './runtime/shutdown.js';
 

@@ -13,11 +13,11 @@ import {
 import type { Kysely } from 'kysely';
 import type { ActivityDeps } from '../../activities/index.js';
 import { ConversationClient } from '../../clients/conversationClient.js';
-import { Conversations, type ConversationsOptions } from '../../clients/conversations.js';
 import { type CompressionConfig, normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
 import type { Database } from '../../infra/db/schema.js';
 import { chatProviderProblem } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
+import { Conversations, type ConversationsOptions } from '../../workers/gateway/conversations.js';
 import { createWorker, WORKFLOWS_PATH } from '../../workers/runtime/createWorker.js';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;

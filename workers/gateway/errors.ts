@@ -5,7 +5,6 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/cl
 import { ApplicationFailure } from '@temporalio/common';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isTemporalOutage, TemporalUnavailableError } from '../../clients/conversationClient.js';
-import { ChatUnavailableError, InvalidRequestError } from '../../clients/conversations.js';
 import { HTTP_REASONS } from '../../contracts/http/common.js';
 import { ConfigError } from '../../engine/index.js';
 import { classifyDbError, refusedWriteMessage } from '../../infra/db/dbErrors.js';
@@ -15,6 +14,7 @@ import {
   IdempotencyConflictError,
   SessionNotFoundError,
 } from '../../infra/db/storeErrors.js';
+import { ChatUnavailableError, InvalidRequestError } from './conversations.js';
 
 export class HttpError extends Error {
   constructor(

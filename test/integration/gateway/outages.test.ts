@@ -8,12 +8,12 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConversationClient } from '../../../clients/conversationClient.js';
-import { Conversations } from '../../../clients/conversations.js';
 import { createDb } from '../../../infra/db/connect.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
 import { freePort } from '../../../infra/temporal/devServer.js';
 import { buildGateway } from '../../../workers/gateway/app.js';
+import { Conversations } from '../../../workers/gateway/conversations.js';
 import { type GatewayHarness, startGatewayHarness } from '../../harness/gateway.js';
 import { allRows } from '../workflows/transcript.js';
 

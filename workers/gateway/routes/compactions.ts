@@ -1,7 +1,6 @@
 // Compaction routes (tenant key): list by status, replay one (SPEC §13.7). Schemas: contracts/http/compactions.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
-import type { Conversations } from '../../../clients/conversations.js';
 import { notReplayableReason } from '../../../contracts/compactionActivities.js';
 import { errorResponses } from '../../../contracts/http/common.js';
 import {
@@ -14,6 +13,7 @@ import {
 import { getCompaction, listCompactions } from '../../../infra/db/compactions.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { requireTenant } from '../auth.js';
+import type { Conversations } from '../conversations.js';
 import { HttpError, notFound } from '../errors.js';
 
 export function compactionRoutes(deps: {

@@ -5,7 +5,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
-import type { Conversations } from '../../../clients/conversations.js';
 import type { SubmitMessages } from '../../../contracts/conversation.js';
 import { errorResponses } from '../../../contracts/http/common.js';
 import {
@@ -27,6 +26,7 @@ import { listMessages, loadTranscript } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { cachingRouteFor, type ProvidersConfig } from '../../../infra/llm/providers.js';
 import { requireTenant } from '../auth.js';
+import type { Conversations } from '../conversations.js';
 import { HttpError } from '../errors.js';
 
 export interface ConversationRouteDeps {

@@ -1,11 +1,12 @@
-// Conversations as the gateway, the CLI tests and the workflow tests use them (DESIGN.md §3): PostgreSQL is the
+// Conversations as the gateway (and the tests through it) use them (DESIGN.md §3): PostgreSQL is the
 // conversation log, the workflow decides. `submit` commits the batch in one tenant-scoped transaction and only then
 // tells the workflow, with a content-free StoredBatch; reads come from PostgreSQL and never need the worker; what
 // needs the workflow (chat turns, manual compaction, model switch) is accepted within a bounded time or refused as
 // unavailable.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { ReplayResult } from '../contracts/compactionActivities.js';
+import { type ConversationClient, TemporalUnavailableError } from '../../clients/conversationClient.js';
+import type { ReplayResult } from '../../contracts/compactionActivities.js';
 import type {
   ChatTurnRequest,
   CompactionResult,
@@ -16,20 +17,18 @@ import type {
   SubmitMessages,
   SwitchModelRequest,
   TurnResult,
-} from '../contracts/conversation.js';
-import type { StoredBatch } from '../contracts/conversationLog.js';
-import { type ChatMessage, isRealUserMessage, resolveUsableContextLength } from '../engine/index.js';
-import { type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
-import { createConversation, getConversation, waitApplied } from '../infra/db/conversations.js';
-import { loadRowsByIds } from '../infra/db/messages.js';
-import type { ConversationRow, Database } from '../infra/db/schema.js';
-import { ConversationNotFoundError } from '../infra/db/storeErrors.js';
-import { getTurn } from '../infra/db/turns.js';
-import { startingStatus } from '../workflows/conversation/state.js';
-
-import { newSessionId } from '../workflows/ids.js';
-import { validateSubmit } from '../contracts/validation.js';
-import { type ConversationClient, TemporalUnavailableError } from './conversationClient.js';
+} from '../../contracts/conversation.js';
+import type { StoredBatch } from '../../contracts/conversationLog.js';
+import { validateSubmit } from '../../contracts/validation.js';
+import { type ChatMessage, resolveUsableContextLength } from '../../engine/index.js';
+import { appendToConversation } from '../../infra/db/conversationAppend.js';
+import { createConversation, getConversation, waitApplied } from '../../infra/db/conversations.js';
+import { loadRowsByIds } from '../../infra/db/messages.js';
+import type { ConversationRow, Database } from '../../infra/db/schema.js';
+import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
+import { getTurn } from '../../infra/db/turns.js';
+import { newSessionId } from '../../workflows/ids.js';
+import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
 
 /** A request refused before anything is written (HTTP 400); the message names the field. */
 export class InvalidRequestError extends Error {
@@ -52,14 +51,6 @@ export interface ConversationStart {
   gapWaitMs?: number;
 }
 
-/** The status as the gateway reports it: the workflow's published snapshot and the log's own counters. */
-export type PublishedStatus = ConversationStatus & {
-  /** Batches accepted so far; `appliedSeq` (from the workflow) says how many of them have been decided on. */
-  batchSeq: number;
-  /** False until the workflow published its first snapshot (thresholds are then unknown). */
-  published: boolean;
-};
-
 export interface ChatTurnReply extends Omit<TurnResult, 'replyMessageId'> {
   reply: ChatMessage;
   /** The calls the client must run; it then sends their results with the next chat turn. */
@@ -81,56 +72,6 @@ export function validateModelChoice(start: Pick<ConversationStart, 'model' | 'pr
   } catch (err) {
     throw new InvalidRequestError((err as Error).message);
   }
-}
-
-/** A turn is identified by the conversation and the idempotency keys of its request: a retry is the same turn. */
-export function turnIdOf(conversationId: string, items: readonly IncomingMessage[]): string {
-  const hash = createHash('sha256').update(conversationId);
-  for (const item of items) hash.update('\n').update(item.idempotencyKey);
-  return `turn:${hash.digest('hex').slice(0, 40)}`;
-}
-
-/** The content-free notification of an append (contracts/conversationLog.ts). */
-export function storedBatchOf(result: AppendResult, batch: SubmitMessages): StoredBatch {
-  const totals = result.totals;
-  if (!totals) throw new Error(`session ${result.sessionId} has no conversation record`);
-  const fresh = result.appended;
-  const fromIndex = (i: number) => fresh.slice(i).reduce((sum, r) => sum + r.tokenEstimate, 0);
-  const freshKeys = new Set(fresh.map((r) => r.idempotencyKey));
-  // The trailing run of user messages: what awaits the model's answer.
-  let firstUser = fresh.length;
-  while (firstUser > 0 && fresh[firstUser - 1]!.role === 'user') firstUser -= 1;
-  const stored: StoredBatch = {
-    seq: fresh.length > 0 ? totals.batchSeq : null,
-    latestSeq: totals.batchSeq,
-    version: totals.version,
-    activeMessages: totals.activeMessages,
-    activeTokens: totals.activeTokens,
-    sessionId: result.sessionId,
-    rows: fresh.length,
-    tokens: fromIndex(0),
-    incoming:
-      firstUser === fresh.length
-        ? null
-        : { rowId: fresh[firstUser]!.id, rows: fresh.length - firstUser, tokens: fromIndex(firstUser) },
-    users: batch.messages.filter((item) => freshKeys.has(item.idempotencyKey) && isRealUserMessage(item.message, null))
-      .length,
-    freshAssistant: fresh.some((r) => r.role === 'assistant'),
-  };
-  if (batch.usage) {
-    // The usage belongs to the response that produced the batch's last assistant message: only when that is new.
-    let last = -1;
-    batch.messages.forEach((item, i) => {
-      if (item.message.role === 'assistant') last = i;
-    });
-    const key = last >= 0 ? batch.messages[last]!.idempotencyKey : null;
-    const at = fresh.findIndex((r) => r.idempotencyKey === key);
-    if (at >= 0) {
-      stored.usage = batch.usage;
-      stored.usageTailTokens = fromIndex(at);
-    }
-  }
-  return stored;
 }
 
 function inputOf(tenantId: string, row: ConversationRow, start?: ConversationStart): ConversationInput {
@@ -296,21 +237,4 @@ export class Conversations {
   }
 }
 
-function statusOf(tenantId: string, row: ConversationRow): PublishedStatus {
-  const published = row.state as unknown as ConversationStatus | null;
-  const base =
-    published ??
-    startingStatus(
-      { tenantId, conversationId: row.id, model: row.model, provider: row.provider, contextLength: row.context_length },
-      0,
-      [],
-    );
-  return {
-    ...base,
-    sessionId: row.current_session_id,
-    activeMessages: row.active_messages,
-    batchSeq: row.batch_seq,
-    appliedSeq: row.applied_seq,
-    published: published !== null,
-  };
-}
+export { type PublishedStatus, storedBatchOf, turnIdOf };
