@@ -4,8 +4,8 @@
 import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
 import type { IncomingMessage } from '../contracts/conversation.js';
-import type { ChatMessage, Usage } from '../engine/index.js';
 import { MAX_BATCH_MESSAGES, validateSubmit } from '../contracts/validation.js';
+import type { ChatMessage, Usage } from '../engine/index.js';
 
 /** One message of a transcript file, with its 1-based line number and the usage reported with it. */
 export interface TranscriptEntry {

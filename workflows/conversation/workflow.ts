@@ -23,6 +23,7 @@ import type {
   TurnResult,
 } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
+import { validateStoredBatch } from '../../contracts/validation.js';
 import { DEFAULT_HOST_POLICY, normalizeCompressorState, normalizeHostPolicy } from '../../engine/index.js';
 import { storeActivityOptions } from '../activityOptions.js';
 import { DEFAULT_COMPACTION_TIMEOUTS } from '../compaction.js';
@@ -35,7 +36,6 @@ import {
   switchModelUpdate,
 } from '../definitions.js';
 import { newSessionId } from '../ids.js';
-import { validateStoredBatch } from '../../contracts/validation.js';
 import { ConversationEntity } from './entity.js';
 import { type CarriedState, type ConversationInput, EMPTY_CACHE_TELEMETRY, skipGaps, startingStatus } from './state.js';
 import { resolveWindow } from './window.js';

@@ -1,9 +1,11 @@
-// Generates the sample conversations shipped in samples/ (used by the demo and the tests) with a fixed seed:
-//   npx tsx samples/generate.ts          writes samples/*.jsonl and prints their sizes
-//   npx tsx samples/generate.ts --check  fails when the committed files differ from what the generator produces
+// Generates the sample conversations shipped in samples/ (used by the demo and the tests) with a fixed seed. A tool,
+// outside the product build (not typechecked, linted or tested with it): the samples are data; regenerate them only
+// when you mean to change them (npm run samples), then commit the new files.
+//   npm run samples         writes samples/*.jsonl and prints their sizes
+//   npm run samples:check   says whether the committed files are what this generator produces now
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { estimateMessagesTokensRough } from '../engine/index.js';
+import { estimateMessagesTokensRough } from '../../engine/index.js';
 import { codingSession } from './generator/codingStory.js';
 import { japaneseConversation } from './generator/japanese.js';
 import { Rng } from './generator/random.js';
@@ -79,7 +81,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const check = process.argv.includes('--check');
   let stale = false;
   for (const sample of generateSamples()) {
-    const path = fileURLToPath(new URL(sample.file, import.meta.url));
+    const path = fileURLToPath(new URL(`../../samples/${sample.file}`, import.meta.url));
     const content = toJsonl(sample.lines);
     if (check) {
       let committed = '';
@@ -90,7 +92,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       }
       if (committed !== content) {
         stale = true;
-        console.error(`${sample.file} is stale: run npx tsx samples/generate.ts`);
+        console.error(`${sample.file} differs from the generator's output: npm run samples regenerates it`);
       }
     } else {
       writeFileSync(path, content);

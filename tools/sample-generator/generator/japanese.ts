@@ -1,7 +1,7 @@
 // The Japanese sample: a user and an assistant first plan a trip to Kyoto and Nara, then design a context
 // compression (コンテキストの圧縮) feature for the user's chat app. Turns are composed from topic templates with
 // varied wording, so the text is natural, long and full of two-character words (圧縮, 要約, 検索, 設定, 旅行, 予算).
-import type { ChatMessage } from '../../engine/index.js';
+import type { ChatMessage } from '../../../engine/index.js';
 import type { Rng } from './random.js';
 
 interface Topic {

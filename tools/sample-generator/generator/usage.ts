@@ -1,8 +1,8 @@
 // Provider usage for the sample transcripts. The readings are those of the agent that produced the session: a
 // model with a given window whose own compaction (at the threshold) shrank its prompt, so `prompt_tokens` grows
 // turn by turn, falls back after each of those compactions and grows again — as in a real long session.
-import type { ChatMessage, Usage } from '../../engine/index.js';
-import { estimateMessageTokensRough } from '../../engine/index.js';
+import type { ChatMessage, Usage } from '../../../engine/index.js';
+import { estimateMessageTokensRough } from '../../../engine/index.js';
 import type { Rng } from './random.js';
 
 export interface TranscriptLine {

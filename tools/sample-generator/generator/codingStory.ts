@@ -2,7 +2,7 @@
 // The English coding-agent sample: a user asks an agent to get the failing test suite of `ledgerline` green after
 // a tax refactor; the agent explores, edits, re-runs, explains, and handles the user's follow-ups (CI time zones,
 // lint, typecheck, Node 18, performance, rebase, docs, real report tests, a CSV export).
-import type { ChatMessage } from '../../engine/index.js';
+import type { ChatMessage } from '../../../engine/index.js';
 import { AgentSession } from './agentSession.js';
 import { lintOutput, tscOutput } from './checks.js';
 import { ciFailedLog } from './ciLogs.js';

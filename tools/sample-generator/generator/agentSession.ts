@@ -1,6 +1,6 @@
 // Builds an OpenAI-shaped agent transcript: assistant messages with `tool_calls` (JSON-string arguments), followed
 // by one `tool` message per call (`tool_call_id`, `name`), with outputs computed when the call is made.
-import type { ChatMessage } from '../../engine/index.js';
+import type { ChatMessage } from '../../../engine/index.js';
 import type { Rng } from './random.js';
 import type { VirtualRepo } from './repo.js';
 import { type RunEnv, vitestOutput } from './testRunner.js';
