@@ -18,7 +18,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          globalSetup: ['test/harness/global-setup.ts'],
+          globalSetup: ['test/support/harness/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
         },

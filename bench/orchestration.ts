@@ -24,8 +24,8 @@ import { type ChatMessage, ContextCompressor, type Summarizer } from '../engine/
 import { ensureTenant } from '../infra/db/tenants.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { type DevServer, startDevServer } from '../infra/temporal/devServer.js';
-import { createTestDatabase, type TestDatabase } from '../test/harness/db.js';
-import { createStackAt, type StackAt } from '../test/harness/stackAt.js';
+import { createTestDatabase, type TestDatabase } from '../test/support/harness/db.js';
+import { createStackAt, type StackAt } from '../test/support/harness/stackAt.js';
 import type { ConversationStart } from '../workers/gateway/conversations.js';
 import { compactionWorkflowId } from '../workflows/ids.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';

@@ -4,7 +4,7 @@
 // compaction's update resolves (compaction phases), or a `sync` of the next batch returns (recordState).
 // Goal: p95 over the kill points ≤ 10 s, with the production timeouts (no `timeouts` knobs are passed).
 //
-// Kill points (hooks of test/harness/workerProcess.ts): beginCompaction, align, prune, reassemble (PAUSE_AFTER: the
+// Kill points (hooks of test/support/harness/workerProcess.ts): beginCompaction, align, prune, reassemble (PAUSE_AFTER: the
 // activity's writes are done, its completion is never reported), summarize (PAUSE_IN: while the summarizer answers)
 // and recordState (PAUSE_AFTER its third call: the workflow publishes the second batch). Both processes load one
 // prebuilt workflow bundle, so the restart does not re-bundle; its start-up (spawn → polling) is printed on its own.
@@ -25,11 +25,11 @@ import { TemporalUnavailableError } from '../clients/conversationClient.js';
 import { ensureTenant } from '../infra/db/tenants.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { startDevServer } from '../infra/temporal/devServer.js';
-import { createTestDatabase, type TestDatabase } from '../test/harness/db.js';
-import { fixedSummarizer } from '../test/harness/fixedSummarizer.js';
-import { startWorkerProcess, type WorkerProcess } from '../test/harness/spawnWorker.js';
-import { createStackAt, productWorkflowBundle, type StackAt } from '../test/harness/stackAt.js';
 import { agentTranscript, batch } from '../test/integration/workflows/transcript.js';
+import { createTestDatabase, type TestDatabase } from '../test/support/harness/db.js';
+import { fixedSummarizer } from '../test/support/harness/fixedSummarizer.js';
+import { startWorkerProcess, type WorkerProcess } from '../test/support/harness/spawnWorker.js';
+import { createStackAt, productWorkflowBundle, type StackAt } from '../test/support/harness/stackAt.js';
 import type { ConversationStart } from '../workers/gateway/conversations.js';
 import {
   DEFAULT_COMPACTION_TIMEOUTS,

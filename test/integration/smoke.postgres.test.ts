@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { migrateToLatest } from '../../infra/db/migrate.js';
 import { searchMessages } from '../../infra/db/search/index.js';
 import { type TenantTx, withTenant } from '../../infra/db/tenant.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../support/harness/db.js';
 
 let testDb: TestDatabase;
 

@@ -6,7 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SEARCH_ATTRIBUTES } from '../../workflows/searchAttributes.js';
-import { createTestDatabase, type TestDatabase } from '../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../support/harness/db.js';
 import { createSmokeActivities } from './smoke-activities.js';
 
 let testDb: TestDatabase;
@@ -28,7 +28,7 @@ describe('real Temporal + real PostgreSQL', () => {
       connection: nativeConnection,
       namespace,
       taskQueue,
-      workflowsPath: fileURLToPath(new URL('../fixtures/workflows/smoke.ts', import.meta.url)),
+      workflowsPath: fileURLToPath(new URL('../support/fixtures/workflows/smoke.ts', import.meta.url)),
       activities: createSmokeActivities(testDb.db),
     });
     const connection = await Connection.connect({ address });

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayHarness, startGatewayHarness } from '../../harness/gateway.js';
+import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 

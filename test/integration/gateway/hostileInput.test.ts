@@ -5,7 +5,7 @@
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayHarness, startGatewayHarness } from '../../harness/gateway.js';
+import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { allRows } from '../workflows/transcript.js';
 
 let gw: GatewayHarness;

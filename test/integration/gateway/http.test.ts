@@ -1,7 +1,7 @@
 // The HTTP gateway end to end on the real services: auth, conversations, compaction, context, bad input.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type GatewayHarness, startGatewayHarness } from '../../harness/gateway.js';
+import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { agentTranscript, allRows, keyed } from '../workflows/transcript.js';
 
 let gw: GatewayHarness;

@@ -10,7 +10,7 @@ import { ensureTenant } from '../../../infra/db/tenants.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
 import { errorHandler } from '../../../workers/gateway/errors.js';
 import { opsRoutes } from '../../../workers/gateway/routes/ops.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 
 let testDb: TestDatabase;
 const apps: FastifyInstance[] = [];

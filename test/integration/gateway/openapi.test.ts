@@ -12,9 +12,9 @@ import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
 import { buildGateway } from '../../../workers/gateway/app.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
-import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
-import { reply, toolCallsReply } from '../../fakes/script.js';
-import { type GatewayHarness, startGatewayHarness } from '../../harness/gateway.js';
+import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
+import { reply, toolCallsReply } from '../../support/fakes/script.js';
+import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { agentTranscript, keyed } from '../workflows/transcript.js';
 
 /** What each route can answer: its success statuses and every error status (issue #10 item 7). */

@@ -14,7 +14,7 @@ import { createMetrics } from '../../../infra/metrics/registry.js';
 import { freePort } from '../../../infra/temporal/devServer.js';
 import { buildGateway } from '../../../workers/gateway/app.js';
 import { Conversations } from '../../../workers/gateway/conversations.js';
-import { type GatewayHarness, startGatewayHarness } from '../../harness/gateway.js';
+import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { allRows } from '../workflows/transcript.js';
 
 let gw: GatewayHarness;

@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
-import { type AnthropicFake, startAnthropicFake } from '../../fakes/anthropicFake.js';
-import { reply } from '../../fakes/script.js';
-import { type GatewayHarness, startGatewayHarness } from '../../harness/gateway.js';
+import { type AnthropicFake, startAnthropicFake } from '../../support/fakes/anthropicFake.js';
+import { reply } from '../../support/fakes/script.js';
+import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 
 let anthropic: AnthropicFake;
 let gw: GatewayHarness;

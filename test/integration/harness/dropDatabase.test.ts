@@ -5,7 +5,7 @@
 // for it to leave before it raises that, so these tests take seconds).
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { createTestDatabase, dropDatabase } from '../../harness/db.js';
+import { createTestDatabase, dropDatabase } from '../../support/harness/db.js';
 
 async function connect(url: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url });

@@ -9,11 +9,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'v
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
-import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
-import { reply } from '../../fakes/script.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
-import { startWorkerProcess, type WorkerProcess } from '../../harness/spawnWorker.js';
-import { createTestStack, type TestStack, workflowBundle } from '../../harness/temporal.js';
+import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
+import { reply } from '../../support/fakes/script.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { startWorkerProcess, type WorkerProcess } from '../../support/harness/spawnWorker.js';
+import { createTestStack, type TestStack, workflowBundle } from '../../support/harness/temporal.js';
 import { activeTranscript, batch, keyed, newTenant } from '../workflows/transcript.js';
 
 let testDb: TestDatabase;

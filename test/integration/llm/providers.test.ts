@@ -9,8 +9,8 @@ import { loadTranscript } from '../../../infra/db/messages.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { getTenantMarker } from '../../../infra/db/tenants.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
-import { type AnthropicFake, startAnthropicFake } from '../../fakes/anthropicFake.js';
-import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
+import { type AnthropicFake, startAnthropicFake } from '../../support/fakes/anthropicFake.js';
+import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import {
   contextTooLong,
   emptyReply,
@@ -21,9 +21,9 @@ import {
   toolCallsReply,
   truncatedReply,
   unauthorized,
-} from '../../fakes/script.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
-import { createTestStack, type TestStack } from '../../harness/temporal.js';
+} from '../../support/fakes/script.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
 import {
   activeTranscript,
   agentTranscript,

@@ -26,8 +26,8 @@ import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
 import { Conversations } from '../../../workers/gateway/conversations.js';
 import { compactionWorkflowId, conversationWorkflowId } from '../../../workflows/ids.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
-import { FIXED_SUMMARY_BODY } from '../../harness/fixedSummarizer.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { FIXED_SUMMARY_BODY } from '../../support/harness/fixedSummarizer.js';
 import {
   activeTranscript,
   agentTranscript,

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { searchMessages, searchRequest, searchTuning } from '../../../infra/db/search/index.js';
 import { withTenant } from '../../../infra/db/tenant.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { assistant, seedSession, toolCall, user } from './searchFixtures.js';
 
 let testDb: TestDatabase;

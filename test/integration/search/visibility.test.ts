@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type SearchResult, searchMessages } from '../../../infra/db/search/index.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { assistant, seedSession, toolCall, toolResult, user } from './searchFixtures.js';
 
 let testDb: TestDatabase;

@@ -14,7 +14,7 @@ import { searchMessages } from '../../../infra/db/search/index.js';
 import { IdempotencyConflictError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { assistant, statsFor, summaryText, toolCall, toolResult, uniqueId, user } from './storeFixtures.js';
 
 let testDb: TestDatabase;

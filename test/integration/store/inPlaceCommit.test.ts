@@ -9,7 +9,7 @@ import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/m
 import { getSession } from '../../../infra/db/sessions.js';
 import { CompactionNotFoundError, TranscriptChangedError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import {
   assistant,
   newCompaction,

@@ -8,7 +8,7 @@ import { fieldsToMessage, messageToFields, toStoredMessage } from '../../../infr
 import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
 import { SessionNotFoundError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { assistant, seedSession, toolCall, toolResult, user } from './storeFixtures.js';
 
 let testDb: TestDatabase;

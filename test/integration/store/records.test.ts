@@ -16,7 +16,7 @@ import {
   setTenantMarker,
   setTenantPolicy,
 } from '../../../infra/db/tenants.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { seedSession, user } from './storeFixtures.js';
 
 let testDb: TestDatabase;

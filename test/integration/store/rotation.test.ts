@@ -15,7 +15,7 @@ import {
 } from '../../../infra/db/sessions.js';
 import { SessionNotFoundError, TranscriptChangedError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { assistant, newCompaction, seedSession, statsFor, summaryText, uniqueId, user } from './storeFixtures.js';
 
 let testDb: TestDatabase;

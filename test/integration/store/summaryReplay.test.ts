@@ -7,7 +7,7 @@ import { appendMessages } from '../../../infra/db/conversationAppend.js';
 import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
 import { CompactionNotReplayableError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import {
   assistant,
   newCompaction,

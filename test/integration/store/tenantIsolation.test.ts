@@ -12,7 +12,7 @@ import { createSession, getSession, newestDescendant } from '../../../infra/db/s
 import { CompactionNotFoundError, SessionNotFoundError } from '../../../infra/db/storeErrors.js';
 import { type TenantTx, withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant, getTenantMarker, setTenantMarker } from '../../../infra/db/tenants.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import {
   assistant,
   newCompaction,

@@ -16,7 +16,7 @@ import {
   withTenantWrite,
   withWriteRetry,
 } from '../../../infra/db/writeRetry.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { type SeededSession, seedSession, user } from './storeFixtures.js';
 
 let testDb: TestDatabase;

@@ -9,8 +9,8 @@ import {
   NOTICE_FIXED_POINT,
   tenantBreakerNotice,
 } from '../../../workflows/conversation/brakes.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
-import { createTestStack, type TestStack } from '../../harness/temporal.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
 import { activeTranscript, agentTranscript, batch, compactionsOf, newTenant } from './transcript.js';
 
 const SHORT_SUMMARY = '## Goal\nKeep going.\n## Progress\n### Done\n- earlier rounds';

@@ -16,8 +16,8 @@ import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
 import { type DevServer, startDevServer } from '../../../infra/temporal/devServer.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
 import { SEARCH_ATTRIBUTES } from '../../../workflows/searchAttributes.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
-import { createStackAt, type StackAt } from '../../harness/stackAt.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { createStackAt, type StackAt } from '../../support/harness/stackAt.js';
 import { agentTranscript } from './transcript.js';
 
 /** Server-side `limit.historyCount.suggestContinueAsNew`: the workflow is told to hand over past this many events. */

@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SUMMARY_PREFIX, type Summarizer } from '../../../engine/index.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
-import { createTestStack, type TestStack } from '../../harness/temporal.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
 import {
   activeTranscript,
   agentTranscript,

@@ -19,10 +19,10 @@ import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
 import type { ConversationStart } from '../../../workers/gateway/conversations.js';
 import { compactionWorkflowId, conversationWorkflowId } from '../../../workflows/ids.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
-import { FIXED_SUMMARY_BODY, fixedSummarizer } from '../../harness/fixedSummarizer.js';
-import { exited, startWorkerProcess as startWorker, type WorkerProcess } from '../../harness/spawnWorker.js';
-import { createTestStack, type TestStack, workflowBundle } from '../../harness/temporal.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { FIXED_SUMMARY_BODY, fixedSummarizer } from '../../support/harness/fixedSummarizer.js';
+import { exited, startWorkerProcess as startWorker, type WorkerProcess } from '../../support/harness/spawnWorker.js';
+import { createTestStack, type TestStack, workflowBundle } from '../../support/harness/temporal.js';
 import {
   activeTranscript,
   agentTranscript,

@@ -6,8 +6,8 @@ import { SUMMARY_PREFIX, type Summarizer } from '../../../engine/index.js';
 import { listCompactions } from '../../../infra/db/compactions.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { getSession } from '../../../infra/db/sessions.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
-import { createTestStack, type TestStack } from '../../harness/temporal.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
 import {
   activeTranscript,
   agentTranscript,

@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage, Summarizer } from '../../../engine/index.js';
 import { setTenantPolicy } from '../../../infra/db/tenants.js';
-import { createTestDatabase, type TestDatabase } from '../../harness/db.js';
-import { createTestStack, type TestStack } from '../../harness/temporal.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
 import { agentTranscript, batch, compactionsOf, newTenant } from './transcript.js';
 
 let testDb: TestDatabase;

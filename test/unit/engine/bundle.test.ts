@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 
-const workflowsPath = fileURLToPath(new URL('../../fixtures/workflows/engine-bundle.ts', import.meta.url));
+const workflowsPath = fileURLToPath(new URL('../../support/fixtures/workflows/engine-bundle.ts', import.meta.url));
 
 describe('engine/ in Temporal workflow code', () => {
   it('bundles with the workflow bundler (which rejects disallowed Node modules)', async () => {

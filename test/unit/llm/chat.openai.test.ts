@@ -3,8 +3,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { cacheOption, chatCompletion } from '../../../infra/llm/chat.js';
-import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
-import { refusalReply, reply, toolCallsReply, truncatedReply } from '../../fakes/script.js';
+import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
+import { refusalReply, reply, toolCallsReply, truncatedReply } from '../../support/fakes/script.js';
 import { clientFor, markerCount, TEST_KEY } from './helpers.js';
 
 let fake: OpenAIFake;

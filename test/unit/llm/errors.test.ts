@@ -9,9 +9,9 @@ import { chatCompletion } from '../../../infra/llm/chat.js';
 import { createProviderClient } from '../../../infra/llm/clients.js';
 import { classifyProviderError, LlmFailure, LlmFailureType, retryAfterMs } from '../../../infra/llm/errors.js';
 import type { ProviderKind } from '../../../infra/llm/providers.js';
-import { type AnthropicFake, startAnthropicFake } from '../../fakes/anthropicFake.js';
-import type { FakeServer } from '../../fakes/fakeServer.js';
-import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
+import { type AnthropicFake, startAnthropicFake } from '../../support/fakes/anthropicFake.js';
+import type { FakeServer } from '../../support/fakes/fakeServer.js';
+import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import {
   contextTooLong,
   type FakeStep,
@@ -20,7 +20,7 @@ import {
   rateLimited,
   serverError,
   unauthorized,
-} from '../../fakes/script.js';
+} from '../../support/fakes/script.js';
 import { clientFor, failureOf, providerConfig } from './helpers.js';
 
 let openai: OpenAIFake;

@@ -11,8 +11,8 @@ import {
   createSummarizer,
   resolveSummarizerPlan,
 } from '../../../infra/llm/summarizer.js';
-import { type AnthropicFake, startAnthropicFake } from '../../fakes/anthropicFake.js';
-import { type OpenAIFake, startOpenAIFake } from '../../fakes/openaiFake.js';
+import { type AnthropicFake, startAnthropicFake } from '../../support/fakes/anthropicFake.js';
+import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import {
   contextTooLong,
   emptyReply,
@@ -23,7 +23,7 @@ import {
   reply,
   serverError,
   truncatedReply,
-} from '../../fakes/script.js';
+} from '../../support/fakes/script.js';
 import { failureOf } from './helpers.js';
 
 const ENV = { OPENAI_KEY: 'sk-openai', ANTHROPIC_KEY: 'sk-ant', ROUTER_KEY: 'sk-or' };

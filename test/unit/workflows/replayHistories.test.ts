@@ -1,5 +1,5 @@
-// Determinism guard (DESIGN.md §3): every committed workflow history (test/fixtures/histories/*.json, recorded by
-// test/fixtures/histories/record.ts) must replay against the current workflows/ code. Replay runs locally in the
+// Determinism guard (DESIGN.md §3): every committed workflow history (test/support/fixtures/histories/*.json, recorded by
+// test/support/fixtures/histories/record.ts) must replay against the current workflows/ code. Replay runs locally in the
 // worker's core — no Temporal server, no database. A change to workflows/ that fails here would break workflows in
 // flight: it needs `patched()` (or a new workflow type), not a re-recording.
 import { readdirSync, readFileSync } from 'node:fs';
@@ -9,8 +9,10 @@ import { DeterminismViolationError } from '@temporalio/workflow';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WORKFLOWS_PATH } from '../../../workers/runtime/createWorker.js';
 
-const HISTORIES_DIR = fileURLToPath(new URL('../../fixtures/histories/', import.meta.url));
-const REORDERED_PATH = fileURLToPath(new URL('../../fixtures/workflows/reorderedCompaction.ts', import.meta.url));
+const HISTORIES_DIR = fileURLToPath(new URL('../../support/fixtures/histories/', import.meta.url));
+const REORDERED_PATH = fileURLToPath(
+  new URL('../../support/fixtures/workflows/reorderedCompaction.ts', import.meta.url),
+);
 
 interface HistoryJson {
   events: Array<{ eventType: string; workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }>;

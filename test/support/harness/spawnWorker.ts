@@ -1,11 +1,11 @@
-// A conversation worker in a child process (test/harness/workerProcess.ts) that a test can SIGKILL: started on a
+// A conversation worker in a child process (test/support/harness/workerProcess.ts) that a test can SIGKILL: started on a
 // task queue with kill hooks (PAUSE_AFTER / PAUSE_IN / PAUSE_SKIP) and a prebuilt workflow bundle, with a wait for
 // the lines it prints (`READY`, `PAUSED <activity>`). Used by the crash tests and the recovery benchmark.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const WORKER_SCRIPT = fileURLToPath(new URL('./workerProcess.ts', import.meta.url));
 
 export interface WorkerProcess {

@@ -1,11 +1,11 @@
-// A gateway on a loopback port over a worker (test/harness/temporal.ts) and a per-file database: the HTTP API as a
+// A gateway on a loopback port over a worker (test/support/harness/temporal.ts) and a per-file database: the HTTP API as a
 // client sees it, for the e2e tests of the gateway and the CLI.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
-import type { Summarizer } from '../../engine/index.js';
-import { createMetrics } from '../../infra/metrics/registry.js';
-import { buildGateway } from '../../workers/gateway/app.js';
+import type { Summarizer } from '../../../engine/index.js';
+import { createMetrics } from '../../../infra/metrics/registry.js';
+import { buildGateway } from '../../../workers/gateway/app.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import type { StackAtOptions } from './stackAt.js';
 import { createTestStack, type TestStack } from './temporal.js';

@@ -4,10 +4,10 @@
 //   here through the project's launcher and stopped in teardown.
 import type { TestProject } from 'vitest/node';
 import './provided.js';
-import { resolveDatabaseUrl } from '../../infra/postgres/locate.js';
-import { type DevServer, startDevServer } from '../../infra/temporal/devServer.js';
-import { ensureSearchAttributes } from '../../infra/temporal/searchAttributes.js';
-import { SEARCH_ATTRIBUTES } from '../../workflows/searchAttributes.js';
+import { resolveDatabaseUrl } from '../../../infra/postgres/locate.js';
+import { type DevServer, startDevServer } from '../../../infra/temporal/devServer.js';
+import { ensureSearchAttributes } from '../../../infra/temporal/searchAttributes.js';
+import { SEARCH_ATTRIBUTES } from '../../../workflows/searchAttributes.js';
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const databaseUrl = await resolveDatabaseUrl();

@@ -11,13 +11,13 @@
 // HEARTBEAT_INTERVAL_MS (default 500), CONFIG_YAML (a config.yaml text: its providers serve the agent turn, keys from
 // this process's environment). Prints `READY` once the worker polls.
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { type Activities, createActivities } from '../../activities/index.js';
-import { normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
-import { parseConfigText } from '../../infra/config/loadConfig.js';
-import { createDb } from '../../infra/db/connect.js';
-import { STICKY_QUEUE_TIMEOUT, WORKFLOWS_PATH } from '../../workers/runtime/createWorker.js';
-import { llmDepsFromConfig } from '../../workers/runtime/llmDeps.js';
-import { CONVERSATIONS_TASK_QUEUE } from '../../workflows/ids.js';
+import { type Activities, createActivities } from '../../../activities/index.js';
+import { normalizeCompressionConfig, type Summarizer } from '../../../engine/index.js';
+import { parseConfigText } from '../../../infra/config/loadConfig.js';
+import { createDb } from '../../../infra/db/connect.js';
+import { STICKY_QUEUE_TIMEOUT, WORKFLOWS_PATH } from '../../../workers/runtime/createWorker.js';
+import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
+import { CONVERSATIONS_TASK_QUEUE } from '../../../workflows/ids.js';
 import { fixedSummarizer } from './fixedSummarizer.js';
 
 function required(name: string): string {

@@ -3,9 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { createDb } from '../../infra/db/connect.js';
-import { migrateToLatest } from '../../infra/db/migrate.js';
-import type { Database } from '../../infra/db/schema.js';
+import { createDb } from '../../../infra/db/connect.js';
+import { migrateToLatest } from '../../../infra/db/migrate.js';
+import type { Database } from '../../../infra/db/schema.js';
 
 export interface TestDatabase {
   name: string;

@@ -1,6 +1,6 @@
 // A deterministic summarizer for crash tests: no network, the same structured summary for every request, so a
 // compaction that is retried on another worker produces exactly the transcript an uninterrupted one produces.
-import type { Summarizer } from '../../engine/index.js';
+import type { Summarizer } from '../../../engine/index.js';
 
 export const FIXED_SUMMARY_BODY = [
   '## Goal',

@@ -1,6 +1,6 @@
 // A worker + the Conversations facade (PostgreSQL log + Temporal client) on a Temporal server at a given address: the
 // same plumbing as createTestStack (harness/temporal.ts), but without vitest's `inject`, so that test files with
-// their own dev server (e.g. one with a small continue-as-new limit) and plain scripts (test/fixtures/histories/
+// their own dev server (e.g. one with a small continue-as-new limit) and plain scripts (test/support/fixtures/histories/
 // record.ts, bench/) can use it.
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
@@ -11,14 +11,14 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { Kysely } from 'kysely';
-import type { ActivityDeps } from '../../activities/index.js';
-import { ConversationClient } from '../../clients/conversationClient.js';
-import { type CompressionConfig, normalizeCompressionConfig, type Summarizer } from '../../engine/index.js';
-import type { Database } from '../../infra/db/schema.js';
-import { chatProviderProblem } from '../../infra/llm/providers.js';
-import type { Metrics } from '../../infra/metrics/registry.js';
-import { Conversations, type ConversationsOptions } from '../../workers/gateway/conversations.js';
-import { createWorker, WORKFLOWS_PATH } from '../../workers/runtime/createWorker.js';
+import type { ActivityDeps } from '../../../activities/index.js';
+import { ConversationClient } from '../../../clients/conversationClient.js';
+import { type CompressionConfig, normalizeCompressionConfig, type Summarizer } from '../../../engine/index.js';
+import type { Database } from '../../../infra/db/schema.js';
+import { chatProviderProblem } from '../../../infra/llm/providers.js';
+import type { Metrics } from '../../../infra/metrics/registry.js';
+import { Conversations, type ConversationsOptions } from '../../../workers/gateway/conversations.js';
+import { createWorker, WORKFLOWS_PATH } from '../../../workers/runtime/createWorker.js';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
