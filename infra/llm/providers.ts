@@ -4,6 +4,13 @@
 // API keys never live in the file: a provider names the environment variable that holds its key.
 import { z } from 'zod';
 import { ConfigError } from '../../engine/config.js';
+import {
+  type FieldRule,
+  HTTP_URL_PATTERN,
+  isPlainObject,
+  type PlainObject,
+  validateField,
+} from '../config/fieldRules.js';
 
 export type ProviderKind = 'openai' | 'anthropic';
 /** The provider name `promptCachingState` understands (SPEC §12.1), or null when caching never applies. */
@@ -53,23 +60,11 @@ export const WELL_KNOWN_PROVIDERS: Readonly<Record<string, WellKnownProvider>> =
 /** Keywords of `auxiliary.compression.provider` (SPEC §2.3); they cannot name a provider. */
 const RESERVED_IDS = new Set(['auto', 'main']);
 const PROVIDER_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-const URL_PATTERN = /^https?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
 const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-type PlainObject = Record<string, unknown>;
-
-function isPlainObject(value: unknown): value is PlainObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-interface FieldRule<T> {
-  allowed: string;
-  schema: z.ZodType<T>;
-}
 
 const PROVIDER_RULES = {
   kind: { allowed: 'openai or anthropic', schema: z.enum(['openai', 'anthropic']) },
-  base_url: { allowed: 'URL string', schema: z.string().regex(URL_PATTERN) },
+  base_url: { allowed: 'URL string', schema: z.string().regex(HTTP_URL_PATTERN) },
   api_key_env: {
     allowed: `null or environment variable name matching ${ENV_NAME_PATTERN.source}`,
     schema: z.string().regex(ENV_NAME_PATTERN).nullable(),
@@ -79,12 +74,6 @@ const PROVIDER_RULES = {
 } satisfies Record<string, FieldRule<unknown>>;
 
 type ProviderFields = { [K in keyof typeof PROVIDER_RULES]?: z.infer<(typeof PROVIDER_RULES)[K]['schema']> };
-
-function validateField<T>(key: string, rule: FieldRule<T>, value: unknown): T {
-  const parsed = rule.schema.safeParse(value);
-  if (!parsed.success) throw ConfigError.badValue(key, rule.allowed, value);
-  return parsed.data;
-}
 
 function validateProviderFields(prefix: string, section: PlainObject): ProviderFields {
   const out: Record<string, unknown> = {};
