@@ -26,6 +26,10 @@ export const COMMITTED_STATUSES = ['committed', 'fallback'] as const satisfies r
 /** Only a compaction that used the fallback summary can be replayed (SPEC §13.7). */
 export const REPLAYABLE_STATUSES = ['fallback'] as const satisfies readonly CompactionStatus[];
 
+/** Who wrote a committed summary: the configured LLM summariser, the extractive one (SPEC §19), or §9.5's fallback. */
+export const COMPACTION_SUMMARY_BACKENDS = ['llm', 'extractive', 'fallback'] as const;
+export type CompactionSummaryBackend = (typeof COMPACTION_SUMMARY_BACKENDS)[number];
+
 export interface CompactionTimeouts {
   /** Per-phase start-to-close for begin, align, prune and reassemble (seconds). */
   phaseSeconds: number;

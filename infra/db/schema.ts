@@ -3,6 +3,7 @@
 // unions (their CHECK constraints list the same values).
 import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable, Updateable } from 'kysely';
 import type {
+  CompactionSummaryBackend,
   StoredCompactionStatus,
   StoredCompactionTrigger,
   StoredPlan,
@@ -80,6 +81,8 @@ export interface MessagesTable {
   search_tsv: ColumnType<string, never, never>;
   /** CJK unigrams and bigrams of indexed_text (migrations/0002): prefilter of the 1–2-character CJK search. */
   cjk_grams: ColumnType<string[], never, never>;
+  /** An operator pinned the message (migrations/0007; SPEC §19 `rehydrate_pinned`). */
+  pinned: Generated<boolean>;
 }
 
 /** One conversation: the log's head (current session, totals, version) and the workflow's published state. */
@@ -134,6 +137,11 @@ export interface CompactionsTable {
   completed_at: NullableTimestamp;
   cache_rewrite_tokens: number | null;
   cache_recovery_turns: number | null;
+  /** Who wrote the committed summary (migrations/0007). */
+  summary_backend: CompactionSummaryBackend | null;
+  /** Quality gate of an LLM summary: retention share before and after it (null: no gate ran). */
+  retention_before: number | null;
+  retention_after: number | null;
 }
 
 export interface EventsTable {

@@ -6,6 +6,7 @@ import * as m0003 from './0003_api_keys.js';
 import * as m0004 from './0004_turns.js';
 import * as m0005 from './0005_leakproof_search.js';
 import * as m0006 from './0006_conversation_log.js';
+import * as m0007 from './0007_compaction_quality.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -14,6 +15,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0004_turns': m0004,
   '0005_leakproof_search': m0005,
   '0006_conversation_log': m0006,
+  '0007_compaction_quality': m0007,
 };
 
 export const migrationProvider: MigrationProvider = {
