@@ -49,6 +49,7 @@ describe('migrations', () => {
       '0004_turns',
       '0005_leakproof_search',
       '0006_conversation_log',
+      '0007_compaction_quality',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
