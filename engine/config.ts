@@ -103,6 +103,8 @@ function isPlainObject(value: unknown): value is PlainObject {
 // of §17 (its CompressionConfig keeps exactly the twenty keys of §2.2). Validated like every key of §2.2.
 
 export interface HostPolicy {
+  /** Automatic in-loop compactions run in the background while the conversation goes on (hygiene, manual block). */
+  background: boolean;
   /** Frequency breaker per conversation: automatic compactions in a rolling hour (null: no limit). */
   maxAutoPerHour: number | null;
   /** The same breaker across a tenant's conversations (null: off). */
@@ -115,6 +117,7 @@ export interface HostPolicy {
 
 /** SPEC §19 defaults. */
 export const DEFAULT_HOST_POLICY: Readonly<HostPolicy> = Object.freeze({
+  background: true,
   maxAutoPerHour: 6,
   tenantMaxAutoPerHour: null,
   fixedPointSimilarity: 0.95,
@@ -176,6 +179,7 @@ export const COMPRESSION_VALUE_CHECKS: Readonly<Record<keyof CompressionConfig, 
 
 /** SPEC §19, in table order. */
 export const HOST_POLICY_VALUE_CHECKS: Readonly<Record<keyof HostPolicy, ValueCheck>> = Object.freeze({
+  background: isBoolean,
   maxAutoPerHour: orNull(integerAtLeast(1)),
   tenantMaxAutoPerHour: orNull(integerAtLeast(1)),
   fixedPointSimilarity: inUnitInterval,

@@ -52,6 +52,7 @@ const COMPRESSION_RULES: { [K in keyof CompressionConfig]: FieldRule<Compression
 
 /** SPEC §19, in table order. */
 const HOST_POLICY_RULES: { [K in keyof HostPolicy]: FieldRule<HostPolicy[K]> } = {
+  background: hostRule('background', 'boolean'),
   maxAutoPerHour: hostRule('maxAutoPerHour', 'integer ≥ 1, or null (no limit)'),
   tenantMaxAutoPerHour: hostRule('tenantMaxAutoPerHour', 'integer ≥ 1, or null'),
   fixedPointSimilarity: hostRule('fixedPointSimilarity', 'number in (0, 1]'),

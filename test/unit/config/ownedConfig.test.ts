@@ -25,7 +25,13 @@ describe('parseOwnedConfig — strict config.yaml validation (SPEC §2.1–§2.3
     const expected = {
       compression: { ...DEFAULT_COMPRESSION_CONFIG },
       // SPEC §19 host policy defaults.
-      hostPolicy: { maxAutoPerHour: 6, tenantMaxAutoPerHour: null, fixedPointSimilarity: 0.95, minGainTokens: 1 },
+      hostPolicy: {
+        background: true,
+        maxAutoPerHour: 6,
+        tenantMaxAutoPerHour: null,
+        fixedPointSimilarity: 0.95,
+        minGainTokens: 1,
+      },
       auxiliary: { model: null, provider: 'auto', baseUrl: null, timeout: null },
       promptCaching: { cacheTtl: '5m' },
       context: { engine: 'compressor' },
@@ -271,9 +277,16 @@ describe('validateCompressionOverrides (per-tenant policy)', () => {
 describe('SPEC §19 host policy keys of the compression section', () => {
   it('are read from config.yaml beside the engine keys, which they do not enter', () => {
     const parsed = parseOwnedConfig({
-      compression: { threshold: 0.6, max_auto_per_hour: 3, tenant_max_auto_per_hour: 40, min_gain_tokens: 500 },
+      compression: {
+        threshold: 0.6,
+        background: false,
+        max_auto_per_hour: 3,
+        tenant_max_auto_per_hour: 40,
+        min_gain_tokens: 500,
+      },
     });
     expect(parsed.hostPolicy).toEqual({
+      background: false,
       maxAutoPerHour: 3,
       tenantMaxAutoPerHour: 40,
       fixedPointSimilarity: 0.95,
@@ -290,6 +303,9 @@ describe('SPEC §19 host policy keys of the compression section', () => {
     );
     expect(configError(() => parseOwnedConfig({ compression: { fixed_point_similarity: 1.5 } })).message).toBe(
       'Invalid configuration: compression.fixed_point_similarity: expected number in (0, 1], got 1.5',
+    );
+    expect(configError(() => parseOwnedConfig({ compression: { background: 'yes' } })).message).toBe(
+      'Invalid configuration: compression.background: expected boolean, got "yes"',
     );
     expect(configError(() => parseOwnedConfig({ compression: { min_gain_tokens: -1 } })).message).toBe(
       'Invalid configuration: compression.min_gain_tokens: expected integer ≥ 0, got -1',

@@ -179,7 +179,10 @@ describe('normalizeCompressionConfig — lenient programmatic rules (SPEC §2.1)
 
 describe('SPEC §19 host policy keys, programmatically', () => {
   it('normalizeHostPolicy is lenient: bad values take their default', () => {
-    expect(normalizeHostPolicy({ maxAutoPerHour: 'x', minGainTokens: 7, fixedPointSimilarity: 0 })).toEqual({
+    expect(
+      normalizeHostPolicy({ background: 'no', maxAutoPerHour: 'x', minGainTokens: 7, fixedPointSimilarity: 0 }),
+    ).toEqual({
+      background: true,
       maxAutoPerHour: 6,
       tenantMaxAutoPerHour: null,
       fixedPointSimilarity: 0.95,
@@ -188,7 +191,7 @@ describe('SPEC §19 host policy keys, programmatically', () => {
   });
 
   it('normalizeHostPolicy never throws and always yields a valid policy', () => {
-    const hostKeys = ['maxAutoPerHour', 'tenantMaxAutoPerHour', 'fixedPointSimilarity', 'minGainTokens'];
+    const hostKeys = ['background', 'maxAutoPerHour', 'tenantMaxAutoPerHour', 'fixedPointSimilarity', 'minGainTokens'];
     fc.assert(
       fc.property(fc.dictionary(fc.constantFrom(...hostKeys, 'other'), fc.anything()), (partial) => {
         const policy = normalizeHostPolicy(partial);
