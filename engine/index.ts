@@ -1,5 +1,6 @@
 // The engine's public API (SPEC §17) plus the helpers hosts build on (phase functions, state, registry).
 // Pure and deterministic; importable from Temporal workflow code.
+export * from './archivePointer.js';
 export * from './autoraiseNotice.js';
 export * from './boundaries.js';
 export * from './budgets.js';
@@ -12,6 +13,7 @@ export type { CacheTtl } from './config.js';
 export * from './config.js';
 export * from './constants.js';
 export * from './engineRegistry.js';
+export * from './extractive/index.js';
 export * from './fallbackSummary.js';
 export * from './hygiene.js';
 export * from './jsonTokens.js';

@@ -1,0 +1,5 @@
+// The extractive summariser (issue #15 §2) and the facts the quality gate of LLM summaries checks (§3).
+
+export { IdentifierRanking, identifiersIn } from './identifiers.js';
+export { isConstraint, splitSentences } from './sentences.js';
+export { buildExtractiveSummaryBody, type ExtractiveSummaryInput } from './summary.js';

@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ARCHIVE_POINTER_MARKER,
+  buildExtractiveSummaryBody,
+  type ChatMessage,
+  estimateTokensRough,
+  identifiersIn,
+  SUMMARY_PREFIX,
+  SUMMARY_TEMPLATE,
+  stripArchivePointer,
+  withArchivePointer,
+} from '../../../engine/index.js';
+
+const HEADINGS = SUMMARY_TEMPLATE.split('\n').filter((line) => line.startsWith('#'));
+
+const window: ChatMessage[] = [
+  { role: 'user', content: "For Dana's kiosk redesign, let's migrate the billing database." },
+  { role: 'assistant', content: 'OK, I can work with that.' },
+  {
+    role: 'user',
+    content: "Actually — scratch that. Let's instead rewrite the auth layer. Ignore the earlier instruction.",
+  },
+  { role: 'assistant', content: 'Noted. Switching approach.' },
+  { role: 'user', content: 'By the way, how long have you been working with me today?' },
+  { role: 'assistant', content: 'Quick aside, sure.' },
+  { role: 'user', content: 'Never deploy on Fridays. 絶対に本番で直接変更しないでください。一定要先运行测试。' },
+  {
+    role: 'assistant',
+    content: 'I ran `npm test` and it failed with TS2322 after 1.5 s.',
+    tool_calls: [{ id: 'c1', type: 'function', function: { name: 'write_file', arguments: '{"path":"src/app.ts"}' } }],
+  },
+  { role: 'tool', tool_call_id: 'c1', content: 'Error: EACCES permission denied' },
+];
+
+const body = (w: readonly ChatMessage[], previousSummary: string | null = null, budgetTokens = 2_000) =>
+  buildExtractiveSummaryBody({ window: w, previousSummary, budgetTokens });
+
+describe('buildExtractiveSummaryBody (issue #15 §2)', () => {
+  it('fills the §8.5.5 template headings in order', () => {
+    const headings = body(window)
+      .split('\n')
+      .filter((l) => l.startsWith('#'));
+    expect(headings).toEqual(HEADINGS);
+  });
+
+  it('keeps constraints in English, Japanese and Chinese, and drops asides', () => {
+    const text = body(window);
+    const constraints = text.slice(text.indexOf('## Constraints'), text.indexOf('## Progress'));
+    expect(constraints).toContain('Never deploy on Fridays.');
+    expect(constraints).toContain('絶対に本番で直接変更しないでください。');
+    expect(constraints).toContain('一定要先运行测试。');
+    expect(text).not.toContain('how long have you been working');
+  });
+
+  it('states an overridden decision as superseded, never as current', () => {
+    const decisions = body(window).split('## Key Decisions')[1]?.split('## Relevant Files')[0] ?? '';
+    expect(decisions).toContain("- Current: Let's instead rewrite the auth layer.");
+    expect(decisions).toMatch(/- Superseded \(no longer current\): .*migrate the billing database/);
+    expect(decisions).not.toMatch(/- Current: .*billing database/);
+  });
+
+  it('lists files, open errors and every identifier of the window', () => {
+    const text = body(window);
+    expect(text).toContain('- src/app.ts (written by write_file)');
+    expect(text).toContain('write_file: Error: EACCES permission denied');
+    const critical = text.split('## Critical Context')[1] ?? '';
+    for (const id of ['src/app.ts', 'npm test', 'TS2322', '1.5 s', 'EACCES']) expect(critical).toContain(`\`${id}\``);
+  });
+
+  it('an iterative update keeps the previous items and supersedes its decision when the window overrides it', () => {
+    const first = body(window);
+    const next: ChatMessage[] = [
+      { role: 'user', content: `${SUMMARY_PREFIX}\n${first}` },
+      { role: 'assistant', content: 'Continuing.' },
+      { role: 'user', content: 'Final answer: we will ship v2.1.0 instead. Keep the logs in /var/log/kiosk.log.' },
+      { role: 'assistant', content: 'Done.' },
+    ];
+    const second = body(next, first);
+    expect(second).toContain('Never deploy on Fridays.');
+    expect(second).toContain('- Current: Final answer: we will ship v2.1.0 instead.');
+    expect(second).toMatch(/- Superseded \(no longer current\): Let's instead rewrite the auth layer\./);
+    expect(second).toContain('`TS2322`');
+    expect(second).toContain('`/var/log/kiosk.log`');
+  });
+
+  it('is deterministic and stays within the budget', () => {
+    const big: ChatMessage[] = [];
+    for (let i = 0; i < 400; i++) {
+      big.push({ role: 'user', content: `Please fix src/m${i}/f${i}.ts, it fails with E${1000 + i}.` });
+      big.push({ role: 'assistant', content: `I updated src/m${i}/f${i}.ts and ran \`npm test -- ${i}\`.` });
+    }
+    const a = body(big, null, 2_000);
+    expect(a).toBe(body(big, null, 2_000));
+    expect(estimateTokensRough(a)).toBeLessThanOrEqual(2_000);
+    expect(a.split('\n').filter((l) => l.startsWith('#'))).toEqual(HEADINGS);
+  });
+});
+
+describe('identifiersIn', () => {
+  it('finds paths, URLs, versions, error codes, amounts and numbers with units', () => {
+    const ids = identifiersIn(
+      'See https://example.com/a?b=1 and ./src/x.ts; v1.2.3 raised ERR_BAD_INPUT after 250 ms costing $47,250 on 2025-03-04.',
+    );
+    for (const id of [
+      'https://example.com/a?b=1',
+      './src/x.ts',
+      'v1.2.3',
+      'ERR_BAD_INPUT',
+      '250 ms',
+      '$47,250',
+      '2025-03-04',
+    ]) {
+      expect(ids).toContain(id);
+    }
+  });
+});
+
+describe('archive pointer (issue #15 §4)', () => {
+  it('ends the body with exactly one pointer line naming the conversation', () => {
+    const once = withArchivePointer('## Goal\n- x', 'conv-1');
+    const twice = withArchivePointer(once, 'conv-1');
+    expect(twice).toBe(once);
+    const last = once.split('\n').at(-1) ?? '';
+    expect(last.startsWith(ARCHIVE_POINTER_MARKER)).toBe(true);
+    expect(last).toContain('conv-1');
+    expect(last).toContain('/v1/search');
+    expect(stripArchivePointer(once)).toBe('## Goal\n- x');
+  });
+});
