@@ -1,0 +1,243 @@
+// The chat mode (--chat): conversations whose provider is a fake OpenAI server with a 0 ms model (chatFakes.ts), each
+// seeded with an agent history through plain posts, then two phases of `chatSeconds` each with one turn in flight per
+// conversation (POST …/messages with respond: true):
+//   A. no compactions: every reply reports a prompt well below the threshold. Printed: the turn latency, the fakes'
+//      own time (the product's last request posted straight to the fake) and the product's overhead per turn (turn
+//      latency − the fake's own time, at the same percentile). Goal: p50 ≤ 20 ms.
+//   B. with compactions: every `compactEvery`-th reply of a conversation reports a prompt between the in-loop
+//      threshold and the hygiene threshold (85 %), so an automatic compaction runs, with summaries from a fake that
+//      takes `summaryDelayMs` (5 s); the other replies report what a compaction leaves. Goal: turn latency p99 within
+//      +50 ms of phase A (background compaction). A turn whose reply carries a compaction waited for it.
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { LoadOptions } from '../load.js';
+import { CHAT_MODEL, type ChatFakes, FAKE_KEY, FAKE_KEY_ENV, startChatFakes, timeFakesDirectly } from './chatFakes.js';
+import { type CpuReport, sampleCpu } from './cpu.js';
+import { isSuccess, JsonHttp, outcomeOf } from './http.js';
+import type { Logs } from './ingestBench.js';
+import { ConversationScript, prng, text } from './messages.js';
+import { cpuRows, int, latencies, loadAverage, ms, printTable, type Row } from './report.js';
+import { type BenchConversation, createConversations, createTenants } from './setup.js';
+import type { Stack, StartOptions } from './stack.js';
+import { sleep, summarize, Tally } from './stats.js';
+
+const CONTEXT_LENGTH = 200_000;
+const SEED_BATCHES = 40;
+
+interface Phase {
+  name: string;
+  latencies: number[];
+  /** Turns whose reply carried a compaction (they waited for it). */
+  compacted: number[];
+  outcomes: Tally;
+  seconds: number;
+  cpu: CpuReport;
+}
+
+/** Seeds each conversation with an agent history (plain posts), then waits until it is applied. */
+async function seed(http: JsonHttp, conversations: BenchConversation[], runId: string): Promise<void> {
+  await Promise.all(
+    conversations.map(async (conversation) => {
+      const script = new ConversationScript(conversation.id, conversation.index + 7, {
+        runId: `${runId}-seed`,
+        thresholdTokens: 150_000,
+        compact: false,
+      });
+      for (let i = 0; i < SEED_BATCHES; i++) {
+        const batch = script.next();
+        const answer = await http.request('POST', `/v1/conversations/${conversation.id}/messages`, {
+          token: conversation.tenant.key,
+          body: { messages: batch.messages, usage: { ...batch.usage, prompt_tokens: 5_000 + 400 * i } },
+          timeoutMs: 60_000,
+        });
+        if (!isSuccess(answer)) throw new Error(`seeding ${conversation.id}: ${outcomeOf(answer)}`);
+      }
+      for (;;) {
+        const status = await http.request('GET', `/v1/conversations/${conversation.id}/status`, {
+          token: conversation.tenant.key,
+        });
+        if (status.status === 200 && status.body.published && status.body.appliedSeq >= status.body.batchSeq) return;
+        await sleep(100);
+      }
+    }),
+  );
+}
+
+async function runPhase(
+  name: string,
+  options: { http: JsonHttp; fakes: ChatFakes; conversations: BenchConversation[]; seconds: number; stack: Stack },
+  reading: (conversation: BenchConversation, turn: number) => number,
+  turns: number[],
+): Promise<Phase> {
+  const phase: Phase = { name, latencies: [], compacted: [], outcomes: new Tally(), seconds: 0, cpu: null as never };
+  const cpu = sampleCpu({ rootPid: options.stack.rootPid, db: options.stack.db, database: options.stack.databaseName });
+  const started = performance.now();
+  const deadline = started + options.seconds * 1000;
+  await Promise.all(
+    options.conversations.map(async (conversation) => {
+      const random = prng(conversation.index * 7919 + 17);
+      while (performance.now() < deadline) {
+        const turn = ++turns[conversation.index]!;
+        options.fakes.script(conversation.index, reading(conversation, turn));
+        const key = `${conversation.id}:turn${turn}`;
+        const content = `[bench ${key}] ${text(random, 600 + Math.floor(random() * 900))}`;
+        const answer = await options.http.request('POST', `/v1/conversations/${conversation.id}/messages`, {
+          token: conversation.tenant.key,
+          body: { messages: [{ message: { role: 'user', content }, idempotencyKey: key }], respond: true },
+          timeoutMs: 120_000,
+        });
+        options.fakes.trim(conversation.index);
+        phase.outcomes.add(outcomeOf(answer));
+        if (answer.status !== 200) continue;
+        phase.latencies.push(answer.ms);
+        if (answer.body?.compaction) phase.compacted.push(answer.ms);
+      }
+    }),
+  );
+  phase.seconds = (performance.now() - started) / 1000;
+  phase.cpu = await cpu.stop();
+  return phase;
+}
+
+export async function runChatBench(
+  options: LoadOptions,
+  start: (config: Omit<StartOptions, 'log'>) => Promise<Stack>,
+  logs: Logs,
+): Promise<void> {
+  const loadStart = loadAverage();
+  const runId = `lc${randomBytes(3).toString('hex')}`;
+  const count = Math.round(options.chatConversations);
+  const fakes = await startChatFakes(count, options.summaryDelayMs);
+  try {
+    const stack = await start({
+      configYaml: fakes.configYaml(['compression: { max_auto_per_hour: null }']),
+      env: { [FAKE_KEY_ENV]: FAKE_KEY },
+    });
+    logs.progress(`bench:load --chat ${runId}: gateway ${stack.url}; load average ${loadStart}`);
+    const http = new JsonHttp(stack.url, count + 4);
+    const tenants = await createTenants(http, stack.adminKey, runId, Math.min(Math.round(options.tenants), count));
+    const { conversations } = await createConversations(http, tenants, runId, count, count, {
+      body: (i) => ({ model: CHAT_MODEL, provider: `chat${i}`, contextLength: CONTEXT_LENGTH }),
+    });
+    logs.progress(`seeding ${count} conversations with ${SEED_BATCHES * 2} messages each…`);
+    await seed(http, conversations, runId);
+    const status = await http.request('GET', `/v1/conversations/${conversations[0]!.id}/status`, {
+      token: conversations[0]!.tenant.key,
+    });
+    const threshold = Number(status.body.thresholdTokens);
+    const hygiene = Math.floor(CONTEXT_LENGTH * 0.85);
+    const high = Math.floor((threshold + hygiene) / 2);
+    const low = (turn: number) => Math.min(Math.floor(threshold * 0.4), 20_000 + 100 * turn);
+    const turns = conversations.map(() => 0);
+    const context = { http, fakes, conversations, seconds: options.chatSeconds, stack };
+
+    logs.progress(`phase A: ${options.chatSeconds} s of turns, no compactions…`);
+    const quiet = await runPhase('A', context, (_c, turn) => low(turn), turns);
+    const direct = await timeFakesDirectly(fakes, 25);
+
+    logs.progress(`phase B: ${options.chatSeconds} s of turns, a compaction every ${options.compactEvery} turns…`);
+    const since = stack.db ? (await stack.db.query<{ now: Date }>('SELECT now()')).rows[0]!.now : null;
+    const summariesBefore = fakes.summaryCalls();
+    const every = Math.round(options.compactEvery);
+    const busy = await runPhase('B', context, (_c, turn) => (turn % every === 0 ? high : low(turn)), turns);
+    const summaryCalls = fakes.summaryCalls() - summariesBefore;
+    const compactions = new Tally();
+    if (stack.db && since) {
+      const { rows } = await stack.db.query<{ trigger: string; status: string; n: string }>(
+        `SELECT trigger, status, count(*) AS n FROM compactions
+          WHERE tenant_id = ANY($1::text[]) AND created_at >= $2 GROUP BY trigger, status`,
+        [tenants.map((t) => t.id), since],
+      );
+      for (const row of rows) compactions.add(`${row.trigger} ${row.status}`, Number(row.n));
+    }
+    http.close();
+    report(options, { quiet, busy, direct, compactions, summaryCalls, threshold, high, loadStart }, logs.log);
+  } finally {
+    await fakes.close();
+  }
+}
+
+function report(
+  options: LoadOptions,
+  f: {
+    quiet: Phase;
+    busy: Phase;
+    direct: number[];
+    compactions: Tally;
+    summaryCalls: number;
+    threshold: number;
+    high: number;
+    loadStart: string;
+  },
+  log: (line: string) => void,
+): void {
+  const quiet = summarize(f.quiet.latencies);
+  const busy = summarize(f.busy.latencies);
+  const fake = summarize(f.direct);
+  const waited = summarize(f.busy.compacted);
+  const overheadP50 = quiet.p50 - fake.p50;
+  const overheadP99 = quiet.p99 - fake.p99;
+  const increase = busy.p99 - quiet.p99;
+  const errors = (phase: Phase) => phase.outcomes.total() - phase.latencies.length;
+  const rows: Row[] = [
+    {
+      measure: 'turns, no compactions: p50 / p95 / p99',
+      figure: `${latencies(quiet)} (${int(quiet.n)} turns, ${(quiet.n / f.quiet.seconds).toFixed(1)}/s)`,
+    },
+    { measure: "the fake's own time p50 / p99", figure: latencies(fake, ['p50', 'p99']) },
+    {
+      measure: 'product overhead per turn p50 / p99',
+      figure: `${ms(overheadP50)} / ${ms(overheadP99)}`,
+      goal: 'p50 ≤ 20 ms',
+      met: overheadP50 <= 20,
+    },
+    {
+      measure: 'turns, compactions running: p50 / p95 / p99',
+      figure: `${latencies(busy)} (${int(busy.n)} turns)`,
+    },
+    {
+      measure: 'p99 with compactions − p99 without',
+      figure: `${increase >= 0 ? '+' : ''}${ms(increase)}`,
+      goal: '≤ +50 ms',
+      met: increase <= 50,
+    },
+    {
+      measure: 'turns that waited for a compaction',
+      figure: waited.n === 0 ? '0' : `${waited.n}, p50 ${ms(waited.p50)}`,
+      goal: '0 (background)',
+      met: waited.n === 0,
+    },
+    {
+      measure: 'compactions started in phase B',
+      figure: `${f.compactions} (${f.summaryCalls} summary calls of ${options.summaryDelayMs} ms)`,
+    },
+    {
+      measure: 'turn outcomes (A; B)',
+      figure: `${f.quiet.outcomes}; ${f.busy.outcomes}`,
+      goal: 'no errors',
+      met: errors(f.quiet) === 0 && errors(f.busy) === 0,
+    },
+    ...cpuRows(f.quiet.cpu).map((row) => ({ ...row, measure: `${row.measure} (A)` })),
+  ];
+  printTable(
+    `bench:load --chat — ${options.chatConversations} conversations (one turn in flight each), ${options.chatSeconds} s per phase, ` +
+      `0 ms model; phase B: every ${options.compactEvery}th reply reports ${int(f.high)} prompt tokens ` +
+      `(threshold ${int(f.threshold)}, hygiene ${int(Math.floor(CONTEXT_LENGTH * 0.85))})`,
+    rows,
+    log,
+  );
+  log('');
+  log(`Load average (1 / 5 / 15 min): ${f.loadStart} at the start, ${loadAverage()} at the end.`);
+  log(
+    "Method: turn latency = POST …/messages (respond: true) → its 200, from this process; the fake's own time = the " +
+      "product's last request to each fake posted straight to it from this process (25 each, the stack idle); " +
+      'overhead = turn latency − fake time at the same percentile.',
+  );
+  if (waited.n > 0) {
+    log(
+      `${waited.n} turns of phase B answered with a compaction and waited for it: in this build an automatic ` +
+        'compaction blocked its turn (background compaction, issue #11 §4, not in effect), so phase B measures ' +
+        'blocking compactions.',
+    );
+  }
+}

@@ -1,0 +1,73 @@
+// The printed tables: one row per measure, with the issue's goal beside the figure and whether it is met.
+import { loadavg } from 'node:os';
+import { CPU_GROUPS, type CpuReport } from './cpu.js';
+import { int, ms, type Summary } from './stats.js';
+
+export interface Row {
+  measure: string;
+  figure: string;
+  /** The figure the issue measured before this work (its "today" table), when it has one. */
+  before?: string;
+  goal?: string;
+  /** true: met, false: missed, undefined: no goal. */
+  met?: boolean;
+}
+
+/** Prints the rows; `beforeTitle` names the column of the issue's earlier figures (omitted when null). */
+export function printTable(
+  title: string,
+  rows: readonly Row[],
+  log: (line: string) => void,
+  beforeTitle: string | null = null,
+): void {
+  const columns: { title: string; cell: (row: Row) => string }[] = [
+    { title: 'measure', cell: (row) => row.measure },
+    ...(beforeTitle ? [{ title: beforeTitle, cell: (row: Row) => row.before ?? '' }] : []),
+    { title: 'this run', cell: (row) => row.figure },
+    { title: 'goal', cell: (row) => row.goal ?? '—' },
+    { title: '', cell: (row) => (row.met === undefined ? '' : row.met ? 'met' : 'MISSED') },
+  ];
+  const widths = columns.map((c) => Math.max(c.title.length, 6, ...rows.map((r) => c.cell(r).length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  log('');
+  log(title);
+  log(line(columns.map((c) => c.title)));
+  log(line(widths.map((w) => '-'.repeat(w))));
+  for (const row of rows) log(line(columns.map((c) => c.cell(row))));
+}
+
+export const latencies = (s: Summary, which: ('p50' | 'p95' | 'p99')[] = ['p50', 'p95', 'p99']) =>
+  s.n === 0 ? '— (no samples)' : which.map((p) => ms(s[p])).join(' / ');
+
+export function cpuRows(report: CpuReport): Row[] {
+  const share = (seconds: number) => `${((100 * seconds) / report.seconds).toFixed(0)} % of a core`;
+  const rows: Row[] = [];
+  let product = 0;
+  for (const group of [...CPU_GROUPS, 'rest of the machine' as const]) {
+    const seconds = report.groups.get(group) ?? 0;
+    if (group.startsWith('gateway + worker')) product += seconds;
+    if ((100 * seconds) / report.seconds < 0.5 && group !== 'Temporal dev server') continue;
+    rows.push({ measure: `  CPU ${group}`, figure: share(seconds) });
+  }
+  if (product > 0) {
+    rows.unshift({ measure: '  CPU gateway + worker process (one, as npm start)', figure: share(product) });
+  }
+  rows.push({
+    measure: '  CPU machine busy',
+    figure: `${report.machineBusyPercent.toFixed(0)} % of ${report.cores} cores over ${report.seconds.toFixed(0)} s`,
+  });
+  if (!report.postgresSampled) rows.push({ measure: '  CPU PostgreSQL', figure: 'not sampled (no SQL access)' });
+  return rows;
+}
+
+export const loadAverage = () =>
+  loadavg()
+    .map((v) => v.toFixed(2))
+    .join(' / ');
+
+export const perSecond = (count: number, seconds: number) => (seconds > 0 ? count / seconds : Number.NaN);
+export { int, ms };
