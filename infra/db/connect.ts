@@ -1,6 +1,7 @@
 // One pg pool per process, wrapped by kysely. Activities receive the Kysely instance by injection.
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely } from 'kysely';
 import pg from 'pg';
+import { PipelinedPostgresDialect } from './pipelinedTransactions.js';
 import type { Database } from './schema.js';
 
 const INT8_OID = 20;
@@ -16,6 +17,10 @@ export function createDb(options: DbOptions): Kysely<Database> {
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
     application_name: options.applicationName ?? 'durable-context',
+    // Pipeline mode: a query is written to the socket without waiting for the answer to the one before, so a
+    // transaction's BEGIN and tenant settings share the flight of its first statement (pipelinedTransactions.ts).
+    // kysely still awaits each query it sends itself; pipeline mode refuses cursors and the `rows` option (unused).
+    pipeline: true,
     // Row ids are identity bigints; they stay far below 2^53, so read them as numbers.
     types: {
       getTypeParser: ((oid: number, format?: string) =>
@@ -35,5 +40,5 @@ export function createDb(options: DbOptions): Kysely<Database> {
   pool.on('connect', (client) => {
     client.on('error', (err) => console.warn(`PostgreSQL connection lost (${err.message})`));
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new PipelinedPostgresDialect({ pool }) });
 }

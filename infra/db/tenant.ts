@@ -1,20 +1,48 @@
 // Every tenant-scoped query runs inside a transaction that switches to the tenant role and sets app.tenant_id for
 // that transaction only, so row-level security (migrations/0001) restricts it to the tenant's rows whatever the
-// WHERE clause says (and forbids deletes).
-import { type Kysely, sql, type Transaction } from 'kysely';
+// WHERE clause says (and forbids deletes). DESIGN.md §4.
+//
+// Round trips (issue #11 item 6): BEGIN and the two settings are one simple-protocol message that the driver
+// (pipelinedTransactions.ts) sends in the same flight as the transaction's first statement, so a single-statement
+// transaction costs one round trip plus its COMMIT, and a read-only one (`readOnly`) one round trip: its COMMIT is
+// not awaited. The settings are local to the transaction (set_config(..., true)) and end with its COMMIT or
+// ROLLBACK, which PostgreSQL executes before anything the connection's next user sends.
+import type { Kysely, Transaction } from 'kysely';
+import pg from 'pg';
+import { TENANT_ID_PATTERN } from '../../contracts/http/admin.js';
+import { TENANT_ROLE } from './migrations/0001_initial.js';
+import { deferredStatement } from './pipelinedTransactions.js';
 import type { Database } from './schema.js';
 
 export type TenantTx = Transaction<Database>;
+
+export interface TenantOptions {
+  /** A transaction that only reads (`START TRANSACTION READ ONLY`: a write fails): no wait for its COMMIT. */
+  readOnly?: boolean;
+}
+
+const TENANT_ID = new RegExp(TENANT_ID_PATTERN);
+
+/**
+ * The role and the tenant, as literals: the setting travels in a simple-protocol message with BEGIN, which takes no
+ * parameters. The tenant id must match the tenants table's own pattern (no quote can occur) and is quoted anyway.
+ */
+function tenantSettings(tenantId: string): string {
+  return `SELECT set_config('role', ${pg.escapeLiteral(TENANT_ROLE)}, true), set_config('app.tenant_id', ${pg.escapeLiteral(tenantId)}, true)`;
+}
 
 export async function withTenant<T>(
   db: Kysely<Database>,
   tenantId: string,
   fn: (tx: TenantTx) => Promise<T>,
+  options: TenantOptions = {},
 ): Promise<T> {
-  if (!tenantId) throw new Error('withTenant: tenantId is required');
-  return db.transaction().execute(async (tx) => {
-    // One round trip: `role` is a setting too (SET LOCAL ROLE), both local to this transaction.
-    await sql`SELECT set_config('role', 'dc_tenant', true), set_config('app.tenant_id', ${tenantId}, true)`.execute(tx);
+  if (typeof tenantId !== 'string' || !TENANT_ID.test(tenantId)) {
+    throw new Error(`withTenant: tenantId must match ${TENANT_ID_PATTERN}`);
+  }
+  const transaction = options.readOnly ? db.transaction().setAccessMode('read only') : db.transaction();
+  return transaction.execute(async (tx) => {
+    await tx.executeQuery(deferredStatement(tenantSettings(tenantId)));
     return fn(tx);
   });
 }

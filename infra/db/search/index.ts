@@ -32,7 +32,11 @@ export async function searchMessages(
 ): Promise<SearchResult[]> {
   const request = searchRequest(tenantId, query, options);
   if (!request) return [];
-  return withTenant(db, tenantId, async (tx) =>
-    (await findRows(tx, request)).map((row) => toResult(row, request.snippet)),
+  // Read-only: one round trip (infra/db/tenant.ts).
+  return withTenant(
+    db,
+    tenantId,
+    async (tx) => (await findRows(tx, request)).map((row) => toResult(row, request.snippet)),
+    { readOnly: true },
   );
 }

@@ -1,0 +1,170 @@
+// Transactions that cost no round trip of their own (issue #11 item 6, DESIGN.md §4): kysely's PostgreSQL driver, with
+// the opening of a transaction held back and sent in the same network flight as its first statement, over a `pg` pool
+// in pipeline mode (infra/db/connect.ts). withTenant (infra/db/tenant.ts) uses it so that BEGIN, the tenant role and
+// app.tenant_id travel with the first query: a single-statement transaction is one round trip plus its COMMIT, and a
+// read-only one waits for no COMMIT at all.
+//
+// Order is what makes it safe: PostgreSQL executes a connection's messages in the order they arrive, so the held-back
+// prelude (BEGIN; the deferred statements) runs before the statement it travels with, and a read-only transaction's
+// COMMIT (sent, not awaited) runs before anything the connection's next user sends — settings local to the
+// transaction end with it, whoever holds the connection next.
+import {
+  type AbortableOperationOptions,
+  CompiledQuery,
+  type ControlConnectionProvider,
+  type DatabaseConnection,
+  PostgresDialect,
+  type PostgresDialectConfig,
+  PostgresDriver,
+  type QueryResult,
+  type TransactionSettings,
+} from 'kysely';
+
+/** What PostgresDriver.acquireConnection returns (kysely does not export its class). */
+type PostgresConnection = Parameters<PostgresDriver['rollbackTransaction']>[0];
+
+const deferrable = new WeakSet<CompiledQuery>();
+
+/**
+ * A parameterless statement whose result nobody reads. Executed first in a transaction of this driver, it is held
+ * back and sent with BEGIN as one simple-protocol message (`BEGIN; <statement>`), in the flight of the transaction's
+ * first other statement; if BEGIN runs, the statement runs inside that transaction or aborts it, and every statement
+ * after it then fails. Anywhere else it is an ordinary statement.
+ */
+export function deferredStatement(sqlText: string): CompiledQuery {
+  const query = CompiledQuery.raw(sqlText, []);
+  deferrable.add(query);
+  return query;
+}
+
+/** The statement that opens a transaction with these settings (as kysely's PostgresDriver writes it). */
+function beginStatement(settings: TransactionSettings): string {
+  if (!settings.isolationLevel && !settings.accessMode) return 'begin';
+  const isolation = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
+  return `start transaction${isolation}${settings.accessMode ? ` ${settings.accessMode}` : ''}`;
+}
+
+/** A pooled connection with the state of its current transaction. */
+class PipelinedConnection implements DatabaseConnection {
+  /** Statements of the opened transaction not sent yet (BEGIN first); null once sent or outside a transaction. */
+  prelude: string[] | null = null;
+  readOnly = false;
+
+  constructor(readonly inner: PostgresConnection) {}
+
+  // PostgresConnection takes no per-query options (cancellation goes through cancelQuery).
+  async executeQuery<R>(query: CompiledQuery, _options?: AbortableOperationOptions): Promise<QueryResult<R>> {
+    if (this.prelude === null) return this.inner.executeQuery<R>(query);
+    if (deferrable.has(query)) {
+      this.prelude.push(query.sql);
+      return { rows: [] };
+    }
+    // Both are written to the socket before either answer is awaited (pg in pipeline mode).
+    const prelude = this.inner.executeQuery(CompiledQuery.raw(this.prelude.join('; '), []));
+    this.prelude = null;
+    const result = this.inner.executeQuery<R>(query);
+    const [opened, answered] = await Promise.allSettled([prelude, result]);
+    // A failed prelude has aborted the transaction (or never opened it): its error is the one that explains.
+    if (opened.status === 'rejected') throw opened.reason;
+    if (answered.status === 'rejected') throw answered.reason;
+    return answered.value;
+  }
+
+  async *streamQuery<R>(
+    query: CompiledQuery,
+    chunkSize: number,
+    _options?: AbortableOperationOptions,
+  ): AsyncIterableIterator<QueryResult<R>> {
+    await this.flush();
+    yield* this.inner.streamQuery<R>(query, chunkSize);
+  }
+
+  /** Sends the held-back prelude on its own (before a stream, a savepoint or the commit of a write). */
+  async flush(): Promise<void> {
+    if (this.prelude === null) return;
+    const prelude = this.prelude.join('; ');
+    this.prelude = null;
+    await this.inner.executeQuery(CompiledQuery.raw(prelude, []));
+  }
+
+  async cancelQuery(control: ControlConnectionProvider): Promise<void> {
+    await this.inner.cancelQuery?.(control);
+  }
+
+  async killSession(control: ControlConnectionProvider): Promise<void> {
+    await this.inner.killSession?.(control);
+  }
+
+  async collectSessionInfo(): Promise<void> {
+    await this.inner.collectSessionInfo?.();
+  }
+}
+
+/**
+ * kysely's PostgresDriver, with BEGIN held back until the transaction's first statement (see the top of this file).
+ * COMMIT of a transaction that sent nothing sends nothing. COMMIT of a read-only transaction is sent and not awaited:
+ * there is nothing to make durable, the results are complete, and the connection's next statements queue behind it.
+ * Every other COMMIT and ROLLBACK is awaited as before.
+ */
+export class PipelinedPostgresDriver extends PostgresDriver {
+  readonly #wrappers = new WeakMap<PostgresConnection, PipelinedConnection>();
+
+  override async acquireConnection(
+    ...args: Parameters<PostgresDriver['acquireConnection']>
+  ): Promise<DatabaseConnection> {
+    const inner = (await super.acquireConnection(...args)) as PostgresConnection;
+    let wrapper = this.#wrappers.get(inner);
+    if (!wrapper) {
+      wrapper = new PipelinedConnection(inner);
+      this.#wrappers.set(inner, wrapper);
+    }
+    wrapper.prelude = null;
+    return wrapper;
+  }
+
+  override async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    const wrapper = connection as PipelinedConnection;
+    wrapper.prelude = null;
+    await super.releaseConnection(wrapper.inner);
+  }
+
+  override async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    const wrapper = connection as PipelinedConnection;
+    wrapper.prelude = [beginStatement(settings)];
+    wrapper.readOnly = settings.accessMode === 'read only';
+  }
+
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    const wrapper = connection as PipelinedConnection;
+    if (wrapper.prelude !== null) {
+      wrapper.prelude = null; // never opened
+      return;
+    }
+    if (!wrapper.readOnly) return super.commitTransaction(wrapper.inner);
+    // The only failure left is a lost connection, which the pool discards on its own.
+    wrapper.inner.executeQuery(CompiledQuery.raw('commit', [])).catch(() => undefined);
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    const wrapper = connection as PipelinedConnection;
+    if (wrapper.prelude !== null) {
+      wrapper.prelude = null; // never opened
+      return;
+    }
+    await super.rollbackTransaction(wrapper.inner);
+  }
+}
+
+/** kysely's PostgresDialect with the driver above. */
+export class PipelinedPostgresDialect extends PostgresDialect {
+  readonly #config: PostgresDialectConfig;
+
+  constructor(config: PostgresDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+
+  override createDriver(): PipelinedPostgresDriver {
+    return new PipelinedPostgresDriver(this.#config);
+  }
+}
