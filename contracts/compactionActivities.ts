@@ -42,7 +42,7 @@ export interface AlignResult {
 }
 
 export type SummarizeResult =
-  | { ok: true; summarizerCalled: true }
+  | { ok: true; summarizerCalled: boolean }
   | { ok: false; failureClass: SummaryFailureClass; summarizerCalled: boolean; reason: string };
 
 export interface ReassembleInput extends CompactionRef {

@@ -113,7 +113,16 @@ export interface HostPolicy {
   fixedPointSimilarity: number;
   /** Minimum-gain rule: a compaction saving fewer estimated tokens is not committed (a strike, §7.4). */
   minGainTokens: number;
+  /**
+   * Who writes Phase 3's summary: `local` the configured LLM summariser, `extractive` the deterministic extractive
+   * summariser (engine/extractive/, no LLM). (`anthropic_native` of §19 is not accepted yet: issue #13.)
+   */
+  summaryBackend: SummaryBackend;
 }
+
+/** SPEC §19 `summary_backend` values this host implements. */
+export const SUMMARY_BACKENDS = ['local', 'extractive'] as const;
+export type SummaryBackend = (typeof SUMMARY_BACKENDS)[number];
 
 /** SPEC §19 defaults. */
 export const DEFAULT_HOST_POLICY: Readonly<HostPolicy> = Object.freeze({
@@ -122,6 +131,7 @@ export const DEFAULT_HOST_POLICY: Readonly<HostPolicy> = Object.freeze({
   tenantMaxAutoPerHour: null,
   fixedPointSimilarity: 0.95,
   minGainTokens: 1,
+  summaryBackend: 'local',
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -184,6 +194,7 @@ export const HOST_POLICY_VALUE_CHECKS: Readonly<Record<keyof HostPolicy, ValueCh
   tenantMaxAutoPerHour: orNull(integerAtLeast(1)),
   fixedPointSimilarity: inUnitInterval,
   minGainTokens: integerAtLeast(0),
+  summaryBackend: oneOf(...SUMMARY_BACKENDS),
 });
 
 const COMPRESSION_KEYS = Object.keys(COMPRESSION_VALUE_CHECKS) as (keyof CompressionConfig)[];

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { StoredPlan, StoredPrune } from '../../contracts/compaction.js';
 import type { CompactionRef } from '../../contracts/compactionActivities.js';
 import { FailureType } from '../../contracts/failures.js';
-import type { ChatMessage, CompactionPlan, Summarizer } from '../../engine/index.js';
+import type { ChatMessage, CompactionPlan, HostPolicy, Summarizer } from '../../engine/index.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import { loadRowsByIds } from '../../infra/db/messages.js';
 import type { CompactionRow, Database } from '../../infra/db/schema.js';
@@ -20,6 +20,8 @@ export interface CompactionActivityDeps {
   summarizer: Summarizer | null;
   /** When given, chooses the summarizer from the session's model and provider; wins over `summarizer`. */
   summarizerFor?: SummarizerFor;
+  /** SPEC §19 host policy keys of config.yaml (`summary_backend`); a tenant's policy overrides them. */
+  baseHostPolicy?: HostPolicy;
 }
 
 export interface CompactionSnapshot {

@@ -4,7 +4,14 @@ import { Context } from '@temporalio/activity';
 import type { CompactionRef, SummarizeResult } from '../../contracts/compactionActivities.js';
 import { toStorableText } from '../../contracts/storableText.js';
 import { updateCompaction } from '../../infra/db/compactions.js';
-import { type CompactionActivityDeps, prunedSnapshot, requireRecord, summarizerForSession } from './record.js';
+import {
+  type CompactionActivityDeps,
+  loadSnapshot,
+  prunedSnapshot,
+  requireRecord,
+  summarizerForSession,
+} from './record.js';
+import { extractiveBody, hostPolicyForTenant } from './summaryBackend.js';
 import { summarizeWindow } from './summaryCall.js';
 
 export function createSummarizeActivities(deps: CompactionActivityDeps) {
@@ -12,7 +19,19 @@ export function createSummarizeActivities(deps: CompactionActivityDeps) {
   return {
     async summarize(ref: CompactionRef): Promise<SummarizeResult> {
       const record = await requireRecord(db, ref);
-      if (record.summary_body) return { ok: true, summarizerCalled: true };
+      if (record.summary_body) return { ok: true, summarizerCalled: record.summary_backend !== 'extractive' };
+      const policy = await hostPolicyForTenant(deps, ref.tenantId);
+      if (policy.summaryBackend === 'extractive') {
+        // SPEC §19 `summary_backend: extractive`: no LLM; the deterministic body is the summary (not a fallback).
+        const snapshot = await loadSnapshot(db, ref.tenantId, record);
+        await updateCompaction(db, ref.tenantId, ref.compactionId, {
+          summary_body: toStorableText(extractiveBody(snapshot)),
+          summary_backend: 'extractive',
+          failure_class: null,
+          error: null,
+        });
+        return { ok: true, summarizerCalled: false };
+      }
       const summarizer = await summarizerForSession(deps, ref.tenantId, record.session_id);
       if (!summarizer) {
         return { ok: false, failureClass: 'error', summarizerCalled: false, reason: 'no summary provider configured' };
@@ -30,6 +49,7 @@ export function createSummarizeActivities(deps: CompactionActivityDeps) {
       }
       await updateCompaction(db, ref.tenantId, ref.compactionId, {
         summary_body: body,
+        summary_backend: 'llm',
         failure_class: null,
         error: null,
       });

@@ -57,6 +57,7 @@ const HOST_POLICY_RULES: { [K in keyof HostPolicy]: FieldRule<HostPolicy[K]> } =
   tenantMaxAutoPerHour: hostRule('tenantMaxAutoPerHour', 'integer ≥ 1, or null'),
   fixedPointSimilarity: hostRule('fixedPointSimilarity', 'number in (0, 1]'),
   minGainTokens: hostRule('minGainTokens', 'integer ≥ 0'),
+  summaryBackend: hostRule('summaryBackend', 'local or extractive'),
 };
 
 const COMPRESSION_KEYS = Object.keys(COMPRESSION_RULES) as (keyof CompressionConfig)[];

@@ -5,6 +5,7 @@ import {
   COMMITTED_STATUSES,
   COMPACTION_STATUSES,
   type CommitNote,
+  type CompactionSummaryBackend,
   type StoredCompactionStatus,
   type StoredCompactionTrigger,
 } from '../../contracts/compaction.js';
@@ -134,6 +135,10 @@ export interface CompactionPatch {
   completed_at?: Date | null;
   cache_rewrite_tokens?: number | null;
   cache_recovery_turns?: number | null;
+  /** migrations/0007: who wrote the summary; the quality gate's retention shares. */
+  summary_backend?: CompactionSummaryBackend | null;
+  retention_before?: number | null;
+  retention_after?: number | null;
 }
 
 const JSON_COLUMNS = new Set(['plan', 'prune_result', 'stats']);

@@ -31,6 +31,7 @@ describe('parseOwnedConfig — strict config.yaml validation (SPEC §2.1–§2.3
         tenantMaxAutoPerHour: null,
         fixedPointSimilarity: 0.95,
         minGainTokens: 1,
+        summaryBackend: 'local',
       },
       auxiliary: { model: null, provider: 'auto', baseUrl: null, timeout: null },
       promptCaching: { cacheTtl: '5m' },
@@ -283,6 +284,7 @@ describe('SPEC §19 host policy keys of the compression section', () => {
         max_auto_per_hour: 3,
         tenant_max_auto_per_hour: 40,
         min_gain_tokens: 500,
+        summary_backend: 'extractive',
       },
     });
     expect(parsed.hostPolicy).toEqual({
@@ -291,6 +293,7 @@ describe('SPEC §19 host policy keys of the compression section', () => {
       tenantMaxAutoPerHour: 40,
       fixedPointSimilarity: 0.95,
       minGainTokens: 500,
+      summaryBackend: 'extractive',
     });
     expect(parsed.compression.threshold).toBe(0.6);
     expect(Object.keys(parsed.compression)).toHaveLength(20);
@@ -309,6 +312,10 @@ describe('SPEC §19 host policy keys of the compression section', () => {
     );
     expect(configError(() => parseOwnedConfig({ compression: { min_gain_tokens: -1 } })).message).toBe(
       'Invalid configuration: compression.min_gain_tokens: expected integer ≥ 0, got -1',
+    );
+    // anthropic_native (§19) is issue #13's: not accepted until it exists.
+    expect(configError(() => parseOwnedConfig({ compression: { summary_backend: 'anthropic_native' } })).message).toBe(
+      'Invalid configuration: compression.summary_backend: expected local or extractive, got "anthropic_native"',
     );
   });
 });
