@@ -63,12 +63,12 @@ const BENCH_CONVERSATION_ID = 'bench-conversation';
 function ours(backend: Backend, headProtected: boolean): CompactorDefinition {
   const name =
     backend === 'fallback'
-      ? 'ours, local without provider — before (§9.5 fallback)'
-      : 'ours, extractive (= local without provider now)';
+      ? 'ours, local without provider (§9.5 fallback, today)'
+      : 'ours, summary_backend: extractive';
   return {
     key: `ours-${backend}-${headProtected ? 'head' : 'nohead'}`,
     label: `${name}, head ${headProtected ? 'protected' : 'not protected'}`,
-    // The archive pointer is new with the extractive backend: the "before" rows are today's behaviour.
+    // The archive pointer comes with the extractive rows; the fallback rows are today's behaviour.
     variant: { kind: 'ours', backend, protectFirstN: headProtected ? 3 : 0, archivePointer: backend === 'extractive' },
   };
 }
