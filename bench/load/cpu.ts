@@ -149,6 +149,18 @@ export interface CpuReport {
   machineBusyPercent: number;
   /** The pg_stat_activity query failed (no SQL access): PostgreSQL groups are missing. */
   postgresSampled: boolean;
+  /** Bytes the Temporal dev server wrote to storage in the window (/proc/<pid>/io write_bytes: its SQLite state). */
+  temporalWrittenBytes: number;
+}
+
+/** write_bytes of /proc/<pid>/io, or null. */
+function writtenBytes(pid: number): number | null {
+  try {
+    const match = /^write_bytes: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Samples every `intervalMs` until `stop()`; the product tree from `rootPid`, PostgreSQL through `db`. */
@@ -159,6 +171,7 @@ export function sampleCpu(options: { rootPid: number | null; db: pg.Pool | null;
   const started = performance.now();
   const machineStart = machineTicks();
   let running = true;
+  const temporalWrites = new Map<number, { first: number; last: number }>();
 
   const sample = async () => {
     /** What is sampled: a process (key: its pid) or one thread of the product's node process (key: pid/tid). */
@@ -170,8 +183,14 @@ export function sampleCpu(options: { rootPid: number | null; db: pg.Pool | null;
     if (options.rootPid !== null) {
       addProcess(options.rootPid, 'tsx wrapper');
       for (const p of descendants(options.rootPid, processes)) {
-        if (p.comm === 'temporal') addProcess(p.pid, 'Temporal dev server');
-        else if (p.comm === 'node') for (const [key, unit] of threadsOf(p.pid)) units.set(key, unit);
+        if (p.comm === 'temporal') {
+          addProcess(p.pid, 'Temporal dev server');
+          const written = writtenBytes(p.pid);
+          if (written !== null) {
+            const seen = temporalWrites.get(p.pid);
+            temporalWrites.set(p.pid, { first: seen?.first ?? written, last: written });
+          }
+        } else if (p.comm === 'node') for (const [key, unit] of threadsOf(p.pid)) units.set(key, unit);
         else addProcess(p.pid, 'other dev.ts children');
       }
     }
@@ -219,6 +238,7 @@ export function sampleCpu(options: { rootPid: number | null; db: pg.Pool | null;
         groups: totals,
         machineBusyPercent: totalTicks > 0 ? (100 * (machineEnd.busy - machineStart.busy)) / totalTicks : Number.NaN,
         postgresSampled,
+        temporalWrittenBytes: [...temporalWrites.values()].reduce((sum, w) => sum + w.last - w.first, 0),
       };
     },
   };

@@ -122,9 +122,10 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
   const polls = poller.polls();
 
   logs.progress('counting the rows…');
-  const integrity = stack.db
-    ? await countInPostgres(stack.db, runId, conversations, acceptedKeys, options.compact === true)
-    : await countOverHttp(readsHttp, conversations, acceptedKeys, options.compact === true);
+  const integrity =
+    stack.db && stack.databaseUrl
+      ? await countInPostgres(stack.db, stack.databaseUrl, runId, conversations, acceptedKeys, options.compact === true)
+      : await countOverHttp(readsHttp, conversations, acceptedKeys, options.compact === true);
 
   let limit: LimitResult | null = null;
   if (options.limit && stack.db && stack.databaseUrl) {
@@ -133,7 +134,6 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       `physical limit: the same rows straight into PostgreSQL from ${clients} connections for ${seconds} s…`,
     );
     limit = await measureLimit({
-      db: stack.db,
       databaseUrl: stack.databaseUrl,
       prefix: runId,
       tenants,
@@ -295,6 +295,8 @@ function report(options: LoadOptions, f: Figures, log: (line: string) => void): 
   }
   if (f.uncertain > 0)
     log(`${f.uncertain} conversations had a batch that never got a 2xx: left out of the lag figures.`);
+  if (f.limit?.firstError)
+    log(`Physical limit: ${f.limit.errors} failed transactions, the first: ${f.limit.firstError}`);
   if (f.ingest.errorSamples.length > 0)
     log(`Error answers (first ${f.ingest.errorSamples.length}):\n  ${f.ingest.errorSamples.join('\n  ')}`);
   const readErrors = [f.reads, f.drainReads].filter((r) => r.failures > 0);

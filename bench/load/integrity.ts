@@ -4,9 +4,12 @@
 // Every message whose batch got a 2xx must be stored exactly once, and a conversation's accepted messages must be
 // stored in the order they were accepted (row ids and, while no compaction moved them, positions increase).
 import type pg from 'pg';
+import { createDb } from '../../infra/db/connect.js';
+import { listMessages } from '../../infra/db/messages.js';
 import type { JsonHttp } from './http.js';
 import { tagOf } from './messages.js';
 import type { BenchConversation } from './setup.js';
+import { BENCH_APPLICATION_NAME } from './stack.js';
 
 export interface IntegrityReport {
   /** Messages whose batch got a 2xx. */
@@ -55,7 +58,7 @@ function compare(
     let ordered = inIdOrder.length === expectedOrder.length && inIdOrder.every((key, i) => key === expectedOrder[i]);
     if (ordered && !compacting) {
       for (let i = 1; i < storedOrder.length; i++) {
-        if (storedOrder[i]!.position <= storedOrder[i - 1]!.position) ordered = false;
+        if (!(storedOrder[i]!.position > storedOrder[i - 1]!.position)) ordered = false; // NaN: not listed
       }
     }
     if (!ordered) report.outOfOrder += 1;
@@ -63,30 +66,57 @@ function compare(
   return report;
 }
 
-/** Counts in PostgreSQL: the rows of this run (keys `<runId>:…`) of the benchmark's conversations. */
+/**
+ * Counts in PostgreSQL: the rows of this run (keys `<runId>:…`) of the benchmark's conversations, by the columns a
+ * message row keeps whatever the schema (conversation, key, id); the positions and states through the product's own
+ * read (infra/db/messages.ts listMessages, archived rows included), which follows where they are kept.
+ */
 export async function countInPostgres(
   db: pg.Pool,
+  databaseUrl: string,
   runId: string,
   conversations: readonly BenchConversation[],
   acceptedKeys: ReadonlyMap<string, readonly string[]>,
   compacting: boolean,
 ): Promise<IntegrityReport> {
   const tenants = [...new Set(conversations.map((c) => c.tenant.id))];
-  const { rows } = await db.query<{
-    conversation_id: string;
-    idempotency_key: string;
-    id: string;
-    position: number;
-    active: boolean;
-  }>(
-    `SELECT conversation_id, idempotency_key, id, position, active FROM messages
+  const ids = conversations.map((c) => c.id);
+  const { rows } = await db.query<{ conversation_id: string; idempotency_key: string; id: string }>(
+    `SELECT conversation_id, idempotency_key, id FROM messages
       WHERE tenant_id = ANY($1::text[]) AND conversation_id = ANY($2::text[]) AND idempotency_key LIKE $3`,
-    [tenants, conversations.map((c) => c.id), `${runId}:%`],
+    [tenants, ids, `${runId}:%`],
   );
+  const sessions = await db.query<{ tenant_id: string; id: string }>(
+    'SELECT tenant_id, id FROM sessions WHERE tenant_id = ANY($1::text[]) AND conversation_id = ANY($2::text[])',
+    [tenants, ids],
+  );
+  const kysely = createDb({
+    connectionString: databaseUrl,
+    maxConnections: 4,
+    applicationName: BENCH_APPLICATION_NAME,
+  });
+  const state = new Map<number, { position: number; active: boolean }>();
+  try {
+    let next = 0;
+    const reader = async () => {
+      while (next < sessions.rows.length) {
+        const session = sessions.rows[next++]!;
+        for (const m of await listMessages(kysely, session.tenant_id, session.id, { includeArchived: true })) {
+          state.set(m.id, { position: m.position, active: m.active });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 4 }, reader));
+  } finally {
+    await kysely.destroy();
+  }
   const stored = new Map<string, StoredRow[]>();
   for (const row of rows) {
     const list = stored.get(row.conversation_id) ?? [];
-    list.push({ key: row.idempotency_key, id: Number(row.id), position: Number(row.position), active: row.active });
+    const id = Number(row.id);
+    // A row the product's read does not list (neither active nor archived) gets no position: out of order.
+    const known = state.get(id) ?? { position: Number.NaN, active: false };
+    list.push({ key: row.idempotency_key, id, ...known });
     stored.set(row.conversation_id, list);
   }
   return { ...compare(conversations, acceptedKeys, stored, compacting), source: 'PostgreSQL (owner role)' };

@@ -56,6 +56,13 @@ export function cpuRows(report: CpuReport): Row[] {
   if (product > 0) {
     rows.unshift({ measure: '  CPU gateway + worker process (one, as npm start)', figure: share(product) });
   }
+  if (report.temporalWrittenBytes > 0) {
+    const mb = report.temporalWrittenBytes / 1_048_576;
+    rows.push({
+      measure: '  Temporal dev server: written to disk',
+      figure: `${int(mb)} MB (${int(mb / report.seconds)} MB/s)`,
+    });
+  }
   rows.push({
     measure: '  CPU machine busy',
     figure: `${report.machineBusyPercent.toFixed(0)} % of ${report.cores} cores over ${report.seconds.toFixed(0)} s`,
