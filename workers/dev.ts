@@ -123,7 +123,7 @@ console.log(`Admin key:   ${key}  (stored in ${join(dataDir, 'admin-key')})`);
 console.log(
   llm.configured
     ? 'Summaries:   LLM provider configured (chat backend mode available)'
-    : 'Summaries:   no LLM provider configured → deterministic fallback summaries (see README: LLM providers)',
+    : 'Summaries:   no LLM provider configured → deterministic extractive summaries (see README: LLM providers)',
 );
 
 const shutdown = handleShutdown(stops);

@@ -30,7 +30,7 @@ console.log(`Worker polling task queue 'conversations' on ${env.TEMPORAL_ADDRESS
 console.log(
   llm.configured
     ? 'LLM providers configured: LLM summaries and chat backend mode available.'
-    : 'No LLM provider configured: compactions use the deterministic fallback summary (SPEC §9.5).',
+    : 'No LLM provider configured: compactions use the deterministic extractive summariser (SPEC §19 summary_backend).',
 );
 try {
   await worker.run();

@@ -16,7 +16,7 @@ export type SummarizerFor = (target: { model: string | null; provider: string | 
 
 export interface CompactionActivityDeps {
   db: Kysely<Database>;
-  /** The summary model; null: no provider configured, every compaction uses the fallback summary (DESIGN §5). */
+  /** The summary model; null: no provider configured, Phase 3 uses the extractive summariser (SPEC §19). */
   summarizer: Summarizer | null;
   /** When given, chooses the summarizer from the session's model and provider; wins over `summarizer`. */
   summarizerFor?: SummarizerFor;

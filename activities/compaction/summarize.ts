@@ -21,8 +21,13 @@ export function createSummarizeActivities(deps: CompactionActivityDeps) {
       const record = await requireRecord(db, ref);
       if (record.summary_body) return { ok: true, summarizerCalled: record.summary_backend !== 'extractive' };
       const policy = await hostPolicyForTenant(deps, ref.tenantId);
-      if (policy.summaryBackend === 'extractive') {
-        // SPEC §19 `summary_backend: extractive`: no LLM; the deterministic body is the summary (not a fallback).
+      const summarizer =
+        policy.summaryBackend === 'extractive'
+          ? null
+          : await summarizerForSession(deps, ref.tenantId, record.session_id);
+      if (!summarizer) {
+        // SPEC §19 `summary_backend: extractive`, and `local` with no provider configured: no LLM; the deterministic
+        // body is the summary (committed, not the §9.5 fallback, which stays the answer to a failing summariser).
         const snapshot = await loadSnapshot(db, ref.tenantId, record);
         await updateCompaction(db, ref.tenantId, ref.compactionId, {
           summary_body: toStorableText(extractiveBody(snapshot)),
@@ -31,10 +36,6 @@ export function createSummarizeActivities(deps: CompactionActivityDeps) {
           error: null,
         });
         return { ok: true, summarizerCalled: false };
-      }
-      const summarizer = await summarizerForSession(deps, ref.tenantId, record.session_id);
-      if (!summarizer) {
-        return { ok: false, failureClass: 'error', summarizerCalled: false, reason: 'no summary provider configured' };
       }
       const snapshot = await prunedSnapshot(db, ref.tenantId, record);
       await updateCompaction(db, ref.tenantId, ref.compactionId, { attempts: Context.current().info.attempt });

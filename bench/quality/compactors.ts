@@ -63,12 +63,12 @@ const BENCH_CONVERSATION_ID = 'bench-conversation';
 function ours(backend: Backend, headProtected: boolean): CompactorDefinition {
   const name =
     backend === 'fallback'
-      ? 'ours, local without provider (§9.5 fallback, today)'
-      : 'ours, summary_backend: extractive';
+      ? 'ours, §9.5 fallback (local without provider before #15)'
+      : 'ours, extractive (local without provider now)';
   return {
     key: `ours-${backend}-${headProtected ? 'head' : 'nohead'}`,
     label: `${name}, head ${headProtected ? 'protected' : 'not protected'}`,
-    // The archive pointer comes with the extractive rows; the fallback rows are today's behaviour.
+    // The archive pointer comes with the extractive rows; the fallback rows are the behaviour before issue #15.
     variant: { kind: 'ours', backend, protectFirstN: headProtected ? 3 : 0, archivePointer: backend === 'extractive' },
   };
 }

@@ -1,6 +1,6 @@
 // The LLM side of the worker's dependencies from config.yaml (DESIGN.md §5): the configured providers for the agent
 // turn, and a summarizer per (main model, provider), resolved once and reused (SPEC §2.3: the summary model defaults
-// to the session's main model). With no provider configured, compaction uses the fallback summary and says so.
+// to the session's main model). With no provider configured, compaction uses the extractive summariser (SPEC §19).
 import type { ActivityDeps } from '../../activities/index.js';
 import type { Summarizer } from '../../engine/index.js';
 import type { LoadedConfig } from '../../infra/config/loadConfig.js';

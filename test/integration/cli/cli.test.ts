@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Summarizer } from '../../../engine/index.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -93,8 +94,13 @@ function sampleTranscript(): string {
   return `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
 }
 
+/** A summary provider that is down: compactions use the §9.5 fallback (replayable), and a replay fails too. */
+const providerDown: Summarizer = async () => {
+  throw new Error('summary provider unavailable (503)');
+};
+
 beforeAll(async () => {
-  gw = await startGatewayHarness();
+  gw = await startGatewayHarness({ summarizer: providerDown });
   dir = await mkdtemp(join(tmpdir(), 'dctx-cli-'));
   transcript = join(dir, 'session.jsonl');
   await writeFile(transcript, sampleTranscript());
@@ -212,7 +218,7 @@ describe('dctx', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ conversationId, activeMessages: 25, compressionCount: 0 });
   });
 
-  it('compactions list shows a fallback compaction; replay without a summary provider reports the failure', async () => {
+  it('compactions list shows a fallback compaction; a replay while the provider is still down reports the failure', async () => {
     const empty = await dctx(['compactions', 'list'], asTenant());
     expect(empty.stdout.trim()).toBe('No compactions.');
 

@@ -1,12 +1,22 @@
 // The HTTP gateway end to end on the real services: auth, conversations, compaction, context, bad input.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Summarizer } from '../../../engine/index.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { agentTranscript, allRows, keyed } from '../workflows/transcript.js';
 
+/** Conversations on this model have a summary provider that is down (SPEC §9); every other model has none. */
+const PROVIDER_DOWN_MODEL = 'acme-provider-down';
+const providerDown: Summarizer = async () => {
+  throw new Error('summary provider unavailable (503)');
+};
+
 let gw: GatewayHarness;
 beforeAll(async () => {
-  gw = await startGatewayHarness({ bodyLimit: 256 * 1024 });
+  gw = await startGatewayHarness({
+    bodyLimit: 256 * 1024,
+    stack: { activityDeps: { summarizerFor: ({ model }) => (model === PROVIDER_DOWN_MODEL ? providerDown : null) } },
+  });
 });
 afterAll(async () => {
   await gw?.close();
@@ -47,7 +57,8 @@ describe('conversation flow', () => {
 
     const compacted = await call('POST', `/v1/conversations/${conv}/compact`, key, { focusTopic: 'rollout' });
     expect(compacted.status).toBe(200);
-    expect(compacted.json.status).toBe('fallback'); // no summary provider in this harness
+    // No summary provider in this harness: `local` uses the extractive summariser (SPEC §19), a committed summary.
+    expect(compacted.json.status).toBe('committed');
     const status = await call('GET', `/v1/conversations/${conv}/status`, key);
     expect(status.json.compressionCount).toBe(1);
 
@@ -57,13 +68,14 @@ describe('conversation flow', () => {
     expect(all.json.messages.length).toBeGreaterThan(active.json.messages.length);
     expect(all.json.messages.filter((m: any) => m.compacted).length).toBeGreaterThan(0);
 
-    const listed = await call('GET', '/v1/compactions?status=fallback', key);
+    const listed = await call('GET', '/v1/compactions?status=committed', key);
     expect(listed.json.compactions.map((c: any) => c.id)).toEqual([compacted.json.compactionId]);
-    expect(listed.json.compactions[0]).toMatchObject({ conversationId: conv, trigger: 'manual', replayable: true });
-    // Replay needs a summary provider: the replay runs and reports the failure, nothing changes.
+    expect(listed.json.compactions[0]).toMatchObject({ conversationId: conv, trigger: 'manual', replayable: false });
+    expect((await call('GET', '/v1/compactions?status=fallback', key)).json.compactions).toEqual([]);
+    // Only a fallback summary is replayable (SPEC §13.7): refused before anything runs, nothing changes.
     const replay = await call('POST', `/v1/compactions/${compacted.json.compactionId}/replay`, key);
-    expect(replay.status).toBe(200);
-    expect(replay.json.status).toBe('failed');
+    expect(replay.status).toBe(409);
+    expect(replay.json.message).toContain('only compactions that used the fallback summary can be replayed');
     expect((await allRows(gw.testDb.db, tenantId)).length).toBe(all.json.messages.length);
   });
 
@@ -104,7 +116,8 @@ describe('conversation flow', () => {
 describe('replay of a compaction that committed nothing', () => {
   it('is 409 saying why, before any summarizer call (issue #9 §3)', async () => {
     const { key } = await gw.tenant({ abort_on_summary_failure: true, protect_last_n: 6 });
-    const conv = (await call('POST', '/v1/conversations', key, {})).json.conversationId;
+    const model = { model: PROVIDER_DOWN_MODEL, contextLength: 200_000 };
+    const conv = (await call('POST', '/v1/conversations', key, model)).json.conversationId;
     await call('POST', `/v1/conversations/${conv}/messages`, key, { messages: keyed(agentTranscript(6)), wait: true });
     const aborted = await call('POST', `/v1/conversations/${conv}/compact`, key, {});
     expect(aborted.json.status).toBe('aborted');
@@ -214,7 +227,7 @@ describe('ops', () => {
   it('/healthz, /metrics with compaction counts, /docs', async () => {
     expect((await call('GET', '/healthz', null)).json).toEqual({ ok: true });
     const metrics = await call('GET', '/metrics', null);
-    expect(metrics.text).toContain('dctx_compactions{trigger="manual",status="fallback"}');
+    expect(metrics.text).toContain('dctx_compactions{trigger="manual",status="committed"}');
     expect(metrics.text).toContain('dctx_activity_duration_seconds');
     const docs = await call('GET', '/docs/json', null);
     expect(Object.keys(docs.json.paths)).toEqual(

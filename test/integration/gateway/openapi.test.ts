@@ -203,15 +203,13 @@ describe('the routes answer as documented, and the schemas change nothing', () =
       expect((await call('GET', `/v1/conversations/${conv}/context${query}`, key)).status).toBe(200);
     }
     const compacted = await call('POST', `/v1/conversations/${conv}/compact`, key, { focusTopic: 'rollout' });
-    expect(compacted.json.status).toBe('fallback');
+    expect(compacted.json.status).toBe('committed'); // no summary provider: the extractive summariser (SPEC §19)
     expect((await call('GET', `/v1/conversations/${conv}/messages?archived=true`, key)).status).toBe(200);
     expect((await call('GET', `/v1/conversations/${conv}/status`, key)).json.lastCompaction).toMatchObject({
       compactionId: compacted.json.compactionId,
     });
-    expect((await call('GET', '/v1/compactions?status=fallback', key)).json.compactions).toHaveLength(1);
-    expect((await call('POST', `/v1/compactions/${compacted.json.compactionId}/replay`, key)).json.status).toBe(
-      'failed',
-    );
+    expect((await call('GET', '/v1/compactions?status=committed', key)).json.compactions).toHaveLength(1);
+    expect((await call('POST', `/v1/compactions/${compacted.json.compactionId}/replay`, key)).status).toBe(409);
     expect((await call('POST', `/v1/compactions/${randomUUID()}/replay`, key)).status).toBe(404);
     expect((await call('GET', '/v1/search?q=kubectl&limit=3', key)).json.results.length).toBeGreaterThan(0);
     expect((await call('POST', '/v1/search', key, { q: 'rollout', roles: ['user'] })).status).toBe(200);

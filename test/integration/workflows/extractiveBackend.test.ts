@@ -1,6 +1,6 @@
-// SPEC §19 `compression.summary_backend: extractive` (issue #15 §2) on the real services: a tenant that chooses it
-// gets a committed summary written by the extractive summariser — no LLM is called, it is not the §9.5 fallback —
-// and the record says who wrote it.
+// SPEC §19 `compression.summary_backend: extractive` (issue #15 §2) on the real services: a tenant that chooses it,
+// or the default `local` with no summary provider configured, gets a committed summary written by the extractive
+// summariser — no LLM is called, it is not the §9.5 fallback — and the record says who wrote it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Summarizer } from '../../../engine/index.js';
@@ -25,7 +25,7 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-describe('summary_backend: extractive', () => {
+describe('summary_backend: extractive, and local without a provider', () => {
   it('commits the extractive summary of the window without calling the LLM', async () => {
     const t = await newTenant(testDb.db, { protect_last_n: 4, summary_backend: 'extractive' });
     const conv = randomUUID();
@@ -44,5 +44,24 @@ describe('summary_backend: extractive', () => {
     expect(body).toContain('src/module_1.ts');
     const live = await activeTranscript(testDb.db, t, result.sessionId);
     expect(live.filter((r) => r.summary_body === body)).toHaveLength(1);
+  });
+
+  it('`local` with no summary provider configured uses the extractive summariser, not the §9.5 fallback', async () => {
+    await stack.startWorker({ summarizer: null });
+    try {
+      const t = await newTenant(testDb.db, { protect_last_n: 4 });
+      const conv = randomUUID();
+      await stack.client.submit(t, conv, batch(agentTranscript(8)), { model: 'acme-chat', contextLength: 100_000 });
+      await stack.client.sync(t, conv);
+      const result = await stack.client.compact(t, conv);
+      expect(result.status).toBe('committed');
+      expect(result.notice ?? '').not.toContain('Summary generation failed');
+      const [record] = await compactionsOf(testDb.db, t);
+      expect(record).toMatchObject({ summary_backend: 'extractive', fallback_used: false, failure_class: null });
+      expect(record?.summary_body).toContain('src/module_1.ts');
+      expect(record?.summary_body).not.toContain('Summary generation was unavailable');
+    } finally {
+      await stack.startWorker();
+    }
   });
 });
