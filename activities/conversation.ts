@@ -17,6 +17,7 @@ import {
 } from '../engine/index.js';
 import { resolveTenantCompressionConfig, resolveTenantHostPolicy } from '../infra/config/tenantPolicy.js';
 import { createConversation, type LogTotals, recordApplied, totalsOf } from '../infra/db/conversations.js';
+import { selectPreviousSummary } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
 import { withTenant } from '../infra/db/tenant.js';
 import { claimTenantMarker, getTenantPolicy } from '../infra/db/tenants.js';
@@ -94,21 +95,12 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
       });
       const sessionId = conversation.current_session_id;
       const found = await withTenant(db, input.tenantId, async (tx) => {
-        const summary = await tx
-          .selectFrom('messages')
-          .select('summary_body')
-          .where('tenant_id', '=', input.tenantId)
-          .where('session_id', '=', sessionId)
-          .where('active', '=', true)
-          .where('summary_body', 'is not', null)
-          .orderBy('position', 'desc')
-          .limit(1)
-          .executeTakeFirst();
+        const previousSummary = await selectPreviousSummary(tx, input.tenantId, sessionId);
         const seq = await sql<{ n: number | null }>`
           SELECT max(seq) AS n FROM compactions WHERE tenant_id = ${input.tenantId} AND session_id = ${sessionId}`.execute(
           tx,
         );
-        return { previousSummary: summary?.summary_body ?? null, compactionSeq: Number(seq.rows[0]?.n ?? 0) };
+        return { previousSummary, compactionSeq: Number(seq.rows[0]?.n ?? 0) };
       });
       return {
         ...config,

@@ -93,16 +93,22 @@ async function insertRows(db: Kysely<Database>, rows: CorpusRow[]): Promise<void
     compacted: r.compacted,
     position: r.position,
   }));
+  // The message and its row state (migrations/0008), in one statement.
   await sql`
-    INSERT INTO messages (id, tenant_id, session_id, conversation_id, role, content, tool_calls, tool_call_id,
-                          tool_name, "timestamp", active, compacted, position)
-    OVERRIDING SYSTEM VALUE
-    SELECT r.id, r.tenant_id, r.session_id, r.conversation_id, r.role, r.content, r.tool_calls, r.tool_call_id,
-           r.tool_name, r."timestamp", r.active, r.compacted, r.position
-      FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS r(
+    WITH r AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS r(
              id bigint, tenant_id text, session_id text, conversation_id text, role text, content text,
              tool_calls jsonb, tool_call_id text, tool_name text, "timestamp" timestamptz, active boolean,
-             compacted boolean, position integer)`.execute(db);
+             compacted boolean, position integer)),
+    text_rows AS (
+      INSERT INTO messages (id, tenant_id, session_id, conversation_id, role, content, tool_calls, tool_call_id,
+                            tool_name, "timestamp")
+      OVERRIDING SYSTEM VALUE
+      SELECT r.id, r.tenant_id, r.session_id, r.conversation_id, r.role, r.content, r.tool_calls, r.tool_call_id,
+             r.tool_name, r."timestamp"
+        FROM r)
+    INSERT INTO message_state (tenant_id, message_id, session_id, active, compacted, position)
+    SELECT r.tenant_id, r.id, r.session_id, r.active, r.compacted, r.position FROM r`.execute(db);
 }
 
 async function loadFresh(db: Kysely<Database>, baseline: SqliteBaseline) {

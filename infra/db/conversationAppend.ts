@@ -52,7 +52,7 @@ function validateItems(items: readonly AppendItem[]): void {
 async function appendState(tx: Kysely<Database>, tenantId: string, target: RowTarget, keys: readonly string[]) {
   const [next, existing] = await Promise.all([
     sql<{ max_position: number | null }>`
-      SELECT max(position) AS max_position FROM messages
+      SELECT max(position) AS max_position FROM message_state
        WHERE tenant_id = ${tenantId} AND session_id = ${target.sessionId} AND active`.execute(tx),
     sql<StoredKeyRow>`
       SELECT idempotency_key, role, content, content_parts, tool_calls, tool_call_id, tool_name, extra, raw_message

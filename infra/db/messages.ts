@@ -1,10 +1,14 @@
 // Message rows: transcript reads and the batch insert shared by appends (conversationLog.ts) and the compaction
 // commit (SPEC §13.1). A batch is written with one statement whatever its size (jsonb_to_recordset: one parameter).
+//
+// A row is two rows (migrations/0008): `messages` holds the message, its text and search columns, written once;
+// `message_state` holds what compaction commits and replays change (session, active, compacted, position,
+// compaction id), so those changes never rewrite the search columns or their index entries (DESIGN.md §4).
 import { type Kysely, sql } from 'kysely';
 import { estimateMessageTokensRough } from '../../engine/tokens.js';
 import type { ChatMessage } from '../../engine/types.js';
 import { fieldsToMessage, MESSAGE_COLUMNS, messageToFields } from './messageRows.js';
-import type { Database, MessageRow } from './schema.js';
+import type { Database, MessageRow, MessageStateRow } from './schema.js';
 import { withTenant } from './tenant.js';
 
 export interface StoredMessage {
@@ -21,21 +25,19 @@ export interface StoredMessage {
   message: ChatMessage;
 }
 
-const STORED_COLUMNS = [
-  'id',
-  'session_id',
-  'position',
-  'active',
-  'compacted',
-  'compaction_id',
-  'summary_body',
-  'idempotency_key',
-  'token_estimate',
-  'timestamp',
-  ...MESSAGE_COLUMNS,
-] as const;
+const TEXT_COLUMNS = ['m.id', 'm.summary_body', 'm.idempotency_key', 'm.token_estimate', 'm.timestamp'] as const;
+const STATE_COLUMNS = ['s.session_id', 's.position', 's.active', 's.compacted', 's.compaction_id'] as const;
+/** The message columns (messageRows.ts) on the alias `m` of selectWithState. */
+export const MESSAGE_COLUMNS_OF_M = MESSAGE_COLUMNS.map((column) => `m.${column}` as const);
+const STORED_COLUMNS = [...TEXT_COLUMNS, ...STATE_COLUMNS, ...MESSAGE_COLUMNS_OF_M] as const;
 
-function rowToStored(row: Pick<MessageRow, (typeof STORED_COLUMNS)[number]>): StoredMessage {
+type StoredRow = Pick<
+  MessageRow,
+  'id' | 'summary_body' | 'idempotency_key' | 'token_estimate' | 'timestamp' | (typeof MESSAGE_COLUMNS)[number]
+> &
+  Pick<MessageStateRow, 'session_id' | 'position' | 'active' | 'compacted' | 'compaction_id'>;
+
+function rowToStored(row: StoredRow): StoredMessage {
   return {
     id: row.id,
     sessionId: row.session_id,
@@ -51,8 +53,19 @@ function rowToStored(row: Pick<MessageRow, (typeof STORED_COLUMNS)[number]>): St
   };
 }
 
+/** A message row with its state (`m`: messages, `s`: message_state), the tenant's only. */
+export function selectWithState(tx: Kysely<Database>, tenantId: string) {
+  return tx
+    .selectFrom('message_state as s')
+    .innerJoin('messages as m', (join) => join.onRef('m.id', '=', 's.message_id').on('m.tenant_id', '=', tenantId))
+    .where('s.tenant_id', '=', tenantId);
+}
+
+/** The condition of the partial transcript index (migrations/0008), as a literal so the planner can match it. */
+const ACTIVE = sql<boolean>`s.active`;
+
 function selectStored(tx: Kysely<Database>, tenantId: string) {
-  return tx.selectFrom('messages').select(STORED_COLUMNS).where('tenant_id', '=', tenantId);
+  return selectWithState(tx, tenantId).select(STORED_COLUMNS);
 }
 
 /** The session's active rows in position order: the transcript replayed to the model (SPEC §1.4). */
@@ -62,10 +75,10 @@ export async function selectActiveRows(
   sessionId: string,
 ): Promise<StoredMessage[]> {
   const rows = await selectStored(tx, tenantId)
-    .where('session_id', '=', sessionId)
-    .where('active', '=', true)
-    .orderBy('position')
-    .orderBy('id')
+    .where('s.session_id', '=', sessionId)
+    .where(ACTIVE)
+    .orderBy('s.position')
+    .orderBy('s.message_id')
     .execute();
   return rows.map(rowToStored);
 }
@@ -123,20 +136,35 @@ export async function insertMessageRows(
       token_estimate: estimateMessageTokensRough(fieldsToMessage(fields)),
     };
   });
+  // The ids are drawn first (in batch order) so that the state rows of the same statement can name them; a row
+  // skipped for its idempotency key gets no state row (its id is left unused).
   const result = await sql<{ id: number; position: number; idempotency_key: string | null; token_estimate: number }>`
-    INSERT INTO messages (tenant_id, session_id, conversation_id, role, content, content_parts, tool_calls,
-                          tool_call_id, tool_name, extra, raw_message, position, idempotency_key, compaction_id,
-                          summary_body, token_estimate)
-    SELECT ${tenantId}, ${target.sessionId}, ${target.conversationId}, r.role, r.content, r.content_parts,
-           r.tool_calls, r.tool_call_id, r.tool_name, r.extra, r.raw_message, r.position, r.idempotency_key,
-           r.compaction_id, r.summary_body, r.token_estimate
-      FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS r(
-             ord integer, role text, content text, content_parts jsonb, tool_calls jsonb, tool_call_id text,
-             tool_name text, extra jsonb, raw_message text, position integer, idempotency_key text,
-             compaction_id text, summary_body text, token_estimate integer)
-     ORDER BY r.ord
-    ON CONFLICT (tenant_id, conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING id, position, idempotency_key, token_estimate`.execute(tx);
+    WITH r AS MATERIALIZED (
+      SELECT nextval('messages_id_seq') AS id, r.*
+        FROM (SELECT * FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS r(
+                ord integer, role text, content text, content_parts jsonb, tool_calls jsonb, tool_call_id text,
+                tool_name text, extra jsonb, raw_message text, position integer, idempotency_key text,
+                compaction_id text, summary_body text, token_estimate integer)
+               ORDER BY r.ord) AS r),
+    ins AS (
+      INSERT INTO messages (id, tenant_id, session_id, conversation_id, role, content, content_parts, tool_calls,
+                            tool_call_id, tool_name, extra, raw_message, idempotency_key, summary_body, token_estimate)
+      OVERRIDING SYSTEM VALUE
+      SELECT r.id, ${tenantId}, ${target.sessionId}, ${target.conversationId}, r.role, r.content, r.content_parts,
+             r.tool_calls, r.tool_call_id, r.tool_name, r.extra, r.raw_message, r.idempotency_key, r.summary_body,
+             r.token_estimate
+        FROM r
+       ORDER BY r.id
+      ON CONFLICT (tenant_id, conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+      RETURNING id, idempotency_key, token_estimate),
+    state AS (
+      INSERT INTO message_state (tenant_id, message_id, session_id, position, compaction_id)
+      SELECT ${tenantId}, r.id, ${target.sessionId}, r.position, r.compaction_id
+        FROM ins JOIN r ON r.id = ins.id
+       ORDER BY r.id)
+    SELECT ins.id, r.position, ins.idempotency_key, ins.token_estimate
+      FROM ins JOIN r ON r.id = ins.id
+     ORDER BY ins.id`.execute(tx);
   const byPosition = new Map(result.rows.map((r) => [r.position, r]));
   const inserted: InsertedRow[] = [];
   for (const row of rows) {
@@ -166,7 +194,7 @@ export async function loadRowsByIds(
   if (ids.length === 0) return [];
   const rows = await withTenant(db, tenantId, (tx) =>
     selectStored(tx, tenantId)
-      .where(sql<boolean>`id = ANY(${[...new Set(ids)]}::bigint[])`)
+      .where(sql<boolean>`s.message_id = ANY(${[...new Set(ids)]}::bigint[])`)
       .execute(),
   );
   const byId = new Map(rows.map((row) => [row.id, rowToStored(row)]));
@@ -192,12 +220,30 @@ export function listMessages(
 ): Promise<StoredMessage[]> {
   if (!options.includeArchived && !options.includeInactive) return loadTranscript(db, tenantId, sessionId);
   return withTenant(db, tenantId, async (tx) => {
-    let query = selectStored(tx, tenantId).where('session_id', '=', sessionId);
+    // Every row of the session, whatever its state: found by messages' own session index.
+    let query = selectStored(tx, tenantId).where('m.session_id', '=', sessionId);
     if (!options.includeInactive)
-      query = query.where((eb) => eb.or([eb('active', '=', true), eb('compacted', '=', true)]));
-    const rows = await query.orderBy('id').execute();
+      query = query.where((eb) => eb.or([eb('s.active', '=', true), eb('s.compacted', '=', true)]));
+    const rows = await query.orderBy('m.id').execute();
     return rows.map(rowToStored);
   });
+}
+
+/** SPEC §13.4: the summary body of the session's newest active row that has one (else null). */
+export async function selectPreviousSummary(
+  tx: Kysely<Database>,
+  tenantId: string,
+  sessionId: string,
+): Promise<string | null> {
+  const row = await selectWithState(tx, tenantId)
+    .select('m.summary_body')
+    .where('s.session_id', '=', sessionId)
+    .where(ACTIVE)
+    .where('m.summary_body', 'is not', null)
+    .orderBy('s.position', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.summary_body ?? null;
 }
 
 export interface TranscriptTotals {
@@ -211,15 +257,13 @@ export async function selectTranscriptTotals(
   tenantId: string,
   sessionId: string,
 ): Promise<TranscriptTotals> {
-  const row = await tx
-    .selectFrom('messages')
+  const row = await selectWithState(tx, tenantId)
     .select((eb) => [
       eb.fn.countAll<string>().as('n'),
-      eb.fn.coalesce(eb.fn.sum<string>('token_estimate'), eb.lit(0)).as('tokens'),
+      eb.fn.coalesce(eb.fn.sum<string>('m.token_estimate'), eb.lit(0)).as('tokens'),
     ])
-    .where('tenant_id', '=', tenantId)
-    .where('session_id', '=', sessionId)
-    .where('active', '=', true)
+    .where('s.session_id', '=', sessionId)
+    .where(ACTIVE)
     .executeTakeFirstOrThrow();
   return { activeMessages: Number(row.n), activeTokens: Number(row.tokens) };
 }

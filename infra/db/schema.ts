@@ -70,11 +70,7 @@ export interface MessagesTable {
   /** The exact message as JSON text when it holds characters text/jsonb cannot store (messageRows.ts). */
   raw_message: string | null;
   timestamp: Timestamp;
-  active: Generated<boolean>;
-  compacted: Generated<boolean>;
-  position: number;
   summary_body: string | null;
-  compaction_id: string | null;
   idempotency_key: string | null;
   token_estimate: Generated<number>;
   indexed_text: ColumnType<string, never, never>;
@@ -83,6 +79,21 @@ export interface MessagesTable {
   cjk_grams: ColumnType<string[], never, never>;
   /** An operator pinned the message (migrations/0007; SPEC §19 `rehydrate_pinned`). */
   pinned: Generated<boolean>;
+}
+
+/**
+ * A message's row state (migrations/0008), apart from its text so that a compaction commit never rewrites the search
+ * columns: the session holding it, the SPEC §13.1 flags, its position in the transcript, the compaction that
+ * inserted or archived it.
+ */
+export interface MessageStateTable {
+  tenant_id: string;
+  message_id: number;
+  session_id: string;
+  active: Generated<boolean>;
+  compacted: Generated<boolean>;
+  position: number;
+  compaction_id: string | null;
 }
 
 /** One conversation: the log's head (current session, totals, version) and the workflow's published state. */
@@ -190,6 +201,7 @@ export interface Database {
   sessions: SessionsTable;
   conversations: ConversationsTable;
   messages: MessagesTable;
+  message_state: MessageStateTable;
   compactions: CompactionsTable;
   events: EventsTable;
 }
@@ -197,6 +209,7 @@ export interface Database {
 export type MessageRow = Selectable<MessagesTable>;
 export type NewMessageRow = Insertable<MessagesTable>;
 export type MessageRowUpdate = Updateable<MessagesTable>;
+export type MessageStateRow = Selectable<MessageStateTable>;
 export type SessionRow = Selectable<SessionsTable>;
 export type ConversationRow = Selectable<ConversationsTable>;
 export type CompactionRow = Selectable<CompactionsTable>;

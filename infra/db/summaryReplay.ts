@@ -6,8 +6,8 @@ import { SUMMARY_PREFIX } from '../../engine/constants.js';
 import type { ChatMessage, ContentPart } from '../../engine/types.js';
 import { COMMITTED_STATUSES, commitNoteOf, isCommitted, lockCompaction, selectCompaction } from './compactions.js';
 import { lockConversation, setTotals } from './conversations.js';
-import { fieldsToMessage, MESSAGE_COLUMNS } from './messageRows.js';
-import { insertMessageRows } from './messages.js';
+import { fieldsToMessage } from './messageRows.js';
+import { insertMessageRows, MESSAGE_COLUMNS_OF_M, selectWithState } from './messages.js';
 import type { CompactionRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
 import { CompactionNotFoundError, CompactionNotReplayableError } from './storeErrors.js';
@@ -56,15 +56,13 @@ async function isLatestCommitted(tx: Kysely<Database>, tenantId: string, record:
 }
 
 async function findSummaryRow(tx: Kysely<Database>, tenantId: string, record: CompactionRow) {
-  let query = tx
-    .selectFrom('messages')
-    .select(['id', 'position', 'active', 'token_estimate', ...MESSAGE_COLUMNS])
-    .where('tenant_id', '=', tenantId)
-    .where('session_id', '=', transcriptSessionOf(record));
+  let query = selectWithState(tx, tenantId)
+    .select(['m.id', 's.position', 's.active', 'm.token_estimate', ...MESSAGE_COLUMNS_OF_M])
+    .where('m.session_id', '=', transcriptSessionOf(record));
   const summaryRowId = commitNoteOf(record)?.summaryRowId;
-  if (typeof summaryRowId === 'number') query = query.where('id', '=', summaryRowId);
-  else query = query.where('compaction_id', '=', record.id).where('summary_body', 'is not', null);
-  return query.orderBy('id', 'desc').limit(1).executeTakeFirst();
+  if (typeof summaryRowId === 'number') query = query.where('s.message_id', '=', summaryRowId);
+  else query = query.where('s.compaction_id', '=', record.id).where('m.summary_body', 'is not', null);
+  return query.orderBy('s.message_id', 'desc').limit(1).executeTakeFirst();
 }
 
 /** Replaces the old summary text at the start of `text`; text that does not start with it is all summary. */
@@ -155,10 +153,10 @@ export function replaceReplayedSummary(
       const oldText = record.summary ?? `${SUMMARY_PREFIX}\n${record.summary_body ?? ''}`;
       const message = withReplacedSummary(fieldsToMessage(row), oldText, input.newSummaryText);
       await tx
-        .updateTable('messages')
+        .updateTable('message_state')
         .set({ active: false, compacted: true })
         .where('tenant_id', '=', tenantId)
-        .where('id', '=', row.id)
+        .where('message_id', '=', row.id)
         .execute();
       const target = { sessionId: transcriptSessionOf(record), conversationId: record.conversation_id };
       const [inserted] = await insertMessageRows(tx, tenantId, target, [

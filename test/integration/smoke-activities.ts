@@ -25,7 +25,6 @@ export function createSmokeActivities(db: Kysely<Database>) {
             conversation_id: 'c1',
             role: 'user',
             content: text,
-            position: 0,
           })
           .returning('id')
           .executeTakeFirstOrThrow();

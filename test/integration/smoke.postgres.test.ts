@@ -26,13 +26,12 @@ async function seed(tenantId: string, sessionId: string, texts: string[]): Promi
     await tx
       .insertInto('messages')
       .values(
-        texts.map((content, position) => ({
+        texts.map((content) => ({
           tenant_id: tenantId,
           session_id: sessionId,
           conversation_id: 'conv',
           role: 'user' as const,
           content,
-          position,
         })),
       )
       .execute();
@@ -50,6 +49,7 @@ describe('migrations', () => {
       '0005_leakproof_search',
       '0006_conversation_log',
       '0007_compaction_quality',
+      '0008_message_state',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -58,7 +58,15 @@ describe('migrations', () => {
       testDb.db,
     );
     expect(tables.rows.map((r) => r.table_name)).toEqual(
-      expect.arrayContaining(['compactions', 'events', 'messages', 'sessions', 'tenant_markers', 'tenants']),
+      expect.arrayContaining([
+        'compactions',
+        'events',
+        'message_state',
+        'messages',
+        'sessions',
+        'tenant_markers',
+        'tenants',
+      ]),
     );
     const ext = await sql<{ extname: string }>`SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'`.execute(
       testDb.db,

@@ -1,10 +1,11 @@
 // SPEC §13.2: the in-place commit — ONE transaction, retried as a whole (§13.6), idempotent by compaction id: once
 // the record is committed, committing again returns the stored outcome and changes nothing.
 import { type Kysely, sql } from 'kysely';
+import { canonicalJson } from '../../../engine/commit/messageKeys.js';
 import { type CarriedUpdate, checkSummaryIndex, planInPlace } from '../../../engine/commit/plan.js';
 import { isCommitted } from '../compactions.js';
 import { messageToFields } from '../messageRows.js';
-import { insertMessageRows } from '../messages.js';
+import { insertMessageRows, type StoredMessage } from '../messages.js';
 import type { Database } from '../schema.js';
 import { type WriteRetryOptions, withTenantWrite } from '../writeRetry.js';
 import {
@@ -13,32 +14,48 @@ import {
   keepRowsSince,
   lockForCommit,
   readTranscript,
+  setPositions,
   storedOutcome,
 } from './shared.js';
 import type { CommitOutcome, InPlaceCommit } from './types.js';
 
-/** Carried rows: new position, the output's runtime properties (`extra`), the summary body where it now lives. */
+/**
+ * Carried rows: the new position (row state), and on the message row only what changed there — the output's runtime
+ * properties (`extra`) where they differ, the summary body where it now lives. Rows that only move never touch
+ * `messages`, so their search columns and index entries stay as they are (DESIGN.md §4).
+ */
 async function updateCarriedRows(
   tx: Kysely<Database>,
   tenantId: string,
   sessionId: string,
+  rows: readonly StoredMessage[],
   updates: readonly CarriedUpdate[],
 ): Promise<void> {
   if (updates.length === 0) return;
-  const values = updates.map((u) => {
+  const moved = new Map(rows.map((row) => [row.id, row]));
+  const positions = updates.filter((u) => moved.get(u.id)?.position !== u.position);
+  await setPositions(
+    tx,
+    tenantId,
+    positions.map((u) => ({ id: u.id, position: u.position })),
+  );
+  const rewritten = updates.flatMap((u) => {
     const extra = messageToFields(u.message).extra;
-    return {
-      id: u.id,
-      position: u.position,
-      ...(extra ? { extra } : {}),
-      ...(u.summaryBody !== undefined ? { summary_body: u.summaryBody } : {}),
-    };
+    const stored = moved.get(u.id);
+    const extraChanged = !stored || canonicalJson(messageToFields(stored.message).extra) !== canonicalJson(extra);
+    if (!extraChanged && u.summaryBody === undefined) return [];
+    return [
+      {
+        id: u.id,
+        ...(extra ? { extra } : {}),
+        ...(u.summaryBody !== undefined ? { summary_body: u.summaryBody } : {}),
+      },
+    ];
   });
+  if (rewritten.length === 0) return;
   await sql`
-    UPDATE messages AS m
-       SET position = v.position, extra = v.extra, summary_body = coalesce(v.summary_body, m.summary_body)
-      FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb)
-           AS v(id bigint, position integer, extra jsonb, summary_body text)
+    UPDATE messages AS m SET extra = v.extra, summary_body = coalesce(v.summary_body, m.summary_body)
+      FROM jsonb_to_recordset(${JSON.stringify(rewritten)}::jsonb) AS v(id bigint, extra jsonb, summary_body text)
      WHERE m.tenant_id = ${tenantId} AND m.session_id = ${sessionId} AND m.id = v.id`.execute(tx);
 }
 
@@ -51,8 +68,8 @@ async function archiveRows(
 ): Promise<void> {
   if (ids.length === 0) return;
   await sql`
-    UPDATE messages SET active = false, compacted = true, compaction_id = ${compactionId}
-     WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} AND id = ANY(${ids}::bigint[])`.execute(tx);
+    UPDATE message_state SET active = false, compacted = true, compaction_id = ${compactionId}
+     WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} AND message_id = ANY(${ids}::bigint[])`.execute(tx);
 }
 
 /**
@@ -76,7 +93,7 @@ export async function commitInPlace(
       if (isCommitted(record)) return storedOutcome(tx, tenantId, record, conversation);
       const { rows, since } = await readTranscript(tx, tenantId, input.sessionId, input.expectedRowIds);
       const plan = planInPlace(rows, input);
-      await updateCarriedRows(tx, tenantId, input.sessionId, plan.updates);
+      await updateCarriedRows(tx, tenantId, input.sessionId, rows, plan.updates);
       await archiveRows(tx, tenantId, input.sessionId, plan.archivedIds, input.compactionId);
       const target = { sessionId: input.sessionId, conversationId: session.conversation_id };
       const inserted = await insertMessageRows(

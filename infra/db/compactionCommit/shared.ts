@@ -80,7 +80,24 @@ export async function commitTotals(
   });
 }
 
-/** Rows appended since the compaction read: positions right after the output, in order (and their new session). */
+/** New positions of rows (row state only; a row's session moves with `sessionId`). */
+export async function setPositions(
+  tx: Kysely<Database>,
+  tenantId: string,
+  moves: readonly { id: number; position: number }[],
+  sessionId?: string,
+): Promise<void> {
+  if (moves.length === 0) return;
+  await sql`
+    UPDATE message_state AS s SET position = v.position, session_id = coalesce(${sessionId ?? null}, s.session_id)
+      FROM jsonb_to_recordset(${JSON.stringify(moves)}::jsonb) AS v(id bigint, position integer)
+     WHERE s.tenant_id = ${tenantId} AND s.message_id = v.id`.execute(tx);
+}
+
+/**
+ * Rows appended since the compaction read: positions right after the output, in order. After a rotation they move
+ * to the new session: the state row and the message row (search reads a row's session from it), only those rows.
+ */
 export async function keepRowsSince(
   tx: TenantTx,
   tenantId: string,
@@ -91,11 +108,12 @@ export async function keepRowsSince(
   const moves = since
     .map((row, i) => ({ id: row.id, position: output.length + i, moved: row.sessionId !== sessionId }))
     .filter((m, i) => m.moved || since[i]!.position !== m.position);
-  if (moves.length === 0) return;
+  await setPositions(tx, tenantId, moves, sessionId);
+  const moved = moves.filter((m) => m.moved).map((m) => m.id);
+  if (moved.length === 0) return;
   await sql`
-    UPDATE messages AS m SET position = v.position, session_id = ${sessionId}
-      FROM jsonb_to_recordset(${JSON.stringify(moves)}::jsonb) AS v(id bigint, position integer)
-     WHERE m.tenant_id = ${tenantId} AND m.id = v.id`.execute(tx);
+    UPDATE messages SET session_id = ${sessionId}
+     WHERE tenant_id = ${tenantId} AND id = ANY(${moved}::bigint[])`.execute(tx);
 }
 
 /** The outcome of a compaction committed before: read back, nothing written. */

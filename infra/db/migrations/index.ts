@@ -7,6 +7,7 @@ import * as m0004 from './0004_turns.js';
 import * as m0005 from './0005_leakproof_search.js';
 import * as m0006 from './0006_conversation_log.js';
 import * as m0007 from './0007_compaction_quality.js';
+import * as m0008 from './0008_message_state.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0005_leakproof_search': m0005,
   '0006_conversation_log': m0006,
   '0007_compaction_quality': m0007,
+  '0008_message_state': m0008,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -21,7 +21,7 @@ import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ConversationClient } from '../../../clients/conversationClient.js';
 import type { ChatMessage } from '../../../engine/index.js';
-import { loadTranscript } from '../../../infra/db/messages.js';
+import { loadTranscript, selectWithState } from '../../../infra/db/messages.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
 import { Conversations } from '../../../workers/gateway/conversations.js';
@@ -373,10 +373,9 @@ async function activityWorkers(workflowId: string) {
 /** Every sent message is one row, in order; rows are live xor archived; exactly one committed compaction. */
 async function expectCompactedOnce(tenantId: string, sessionId: string, sent: ReturnType<typeof keyed>) {
   const rows = await withTenant(testDb.db, tenantId, (tx) =>
-    tx
-      .selectFrom('messages')
-      .select(['id', 'idempotency_key', 'content', 'active', 'compacted', 'compaction_id'])
-      .orderBy('id')
+    selectWithState(tx, tenantId)
+      .select(['m.id', 'm.idempotency_key', 'm.content', 's.active', 's.compacted', 's.compaction_id'])
+      .orderBy('m.id')
       .execute(),
   );
   const keyedRows = rows.filter((r) => r.idempotency_key !== null);

@@ -150,8 +150,9 @@ describe('recency order and completeness', () => {
       const expected = await withTenant(testDb.db, T, async (tx) =>
         (
           await sql<{ id: number }>`
-            SELECT id FROM messages WHERE position(${term} IN indexed_text) > 0 AND (active OR compacted)
-             ORDER BY "timestamp" DESC, id DESC`.execute(tx)
+            SELECT m.id FROM messages m JOIN message_state s ON s.message_id = m.id
+             WHERE position(${term} IN m.indexed_text) > 0 AND (s.active OR s.compacted)
+             ORDER BY m."timestamp" DESC, m.id DESC`.execute(tx)
         ).rows.map((r) => r.id),
       );
       const found: number[] = [];
@@ -216,8 +217,9 @@ describe('a tenant larger than the recency probe', () => {
     return withTenant(testDb.db, BIG, async (tx) =>
       (
         await sql<{ id: number }>`
-          SELECT id FROM messages WHERE position(${term} IN indexed_text) > 0 AND (active OR compacted)
-           ORDER BY "timestamp" ${sql.raw(order)}, id ${sql.raw(order)}`.execute(tx)
+          SELECT m.id FROM messages m JOIN message_state s ON s.message_id = m.id
+           WHERE position(${term} IN m.indexed_text) > 0 AND (s.active OR s.compacted)
+           ORDER BY m."timestamp" ${sql.raw(order)}, m.id ${sql.raw(order)}`.execute(tx)
       ).rows.map((r) => r.id),
     );
   }

@@ -71,10 +71,12 @@ export async function seedSession(
   );
   const ids = appended.map((a) => a.id);
   await sql`
-    UPDATE messages AS m SET "timestamp" = u.ts, active = u.active, compacted = u.compacted
-      FROM unnest(${ids}::bigint[], ${rows.map((r) => (r.timestamp ?? nextTimestamp()).toISOString())}::timestamptz[],
-                  ${rows.map((r) => r.active ?? true)}::boolean[], ${rows.map((r) => r.compacted ?? false)}::boolean[])
-           AS u(id, ts, active, compacted)
-     WHERE m.id = u.id`.execute(db);
+    WITH u AS (
+      SELECT * FROM unnest(${ids}::bigint[], ${rows.map((r) => (r.timestamp ?? nextTimestamp()).toISOString())}::timestamptz[],
+                           ${rows.map((r) => r.active ?? true)}::boolean[], ${rows.map((r) => r.compacted ?? false)}::boolean[])
+             AS u(id, ts, active, compacted)),
+    state AS (
+      UPDATE message_state AS s SET active = u.active, compacted = u.compacted FROM u WHERE s.message_id = u.id)
+    UPDATE messages AS m SET "timestamp" = u.ts FROM u WHERE m.id = u.id`.execute(db);
   return { sessionId, ids };
 }

@@ -1,11 +1,12 @@
 // In-place commit of a compaction (SPEC §13.2, §13.5, §13.6) on the real PostgreSQL.
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SYSTEM_NOTE } from '../../../engine/constants.js';
 import type { ChatMessage } from '../../../engine/types.js';
-import { commitInPlace, SESSION_COMPRESS_EVENT } from '../../../infra/db/compactionCommit/index.js';
+import { commitInPlace, type InPlaceCommit, SESSION_COMPRESS_EVENT } from '../../../infra/db/compactionCommit/index.js';
 import { getCompaction } from '../../../infra/db/compactions.js';
 import { appendMessages } from '../../../infra/db/conversationAppend.js';
-import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
+import { listMessages, loadRowsByIds, loadTranscript, selectWithState } from '../../../infra/db/messages.js';
 import { getSession } from '../../../infra/db/sessions.js';
 import { CompactionNotFoundError, TranscriptChangedError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
@@ -66,6 +67,19 @@ async function events(tenantId: string, compactionId: string) {
 
 async function allRows(seeded: SeededSession) {
   return listMessages(testDb.db, seeded.tenantId, seeded.sessionId, { includeInactive: true });
+}
+
+/** The commit of `compacted(body)` over every row of `seeded`. */
+function commitOf(seeded: SeededSession, compactionId: string, body: string, fallbackUsed = false): InPlaceCommit {
+  return {
+    sessionId: seeded.sessionId,
+    compactionId,
+    expectedRowIds: seeded.rows.map((r) => r.id),
+    ...compacted(body),
+    summaryBody: body,
+    fallbackUsed,
+    stats: statsFor(body, fallbackUsed),
+  };
 }
 
 describe('commitInPlace', () => {
@@ -148,22 +162,13 @@ describe('commitInPlace', () => {
   it('archived rows stay discoverable by their indexed text, once per message', async () => {
     const seeded = await seedSession(testDb.db, 'tenant-search', transcript);
     const compactionId = await newCompaction(testDb.db, seeded);
-    await commitInPlace(testDb.db, seeded.tenantId, {
-      sessionId: seeded.sessionId,
-      compactionId,
-      expectedRowIds: seeded.rows.map((r) => r.id),
-      ...compacted('body'),
-      summaryBody: 'body',
-      fallbackUsed: false,
-      stats: statsFor('body'),
-    });
+    await commitInPlace(testDb.db, seeded.tenantId, commitOf(seeded, compactionId, 'body'));
     const search = (pattern: string) =>
       withTenant(testDb.db, seeded.tenantId, (tx) =>
-        tx
-          .selectFrom('messages')
-          .select(['id', 'active', 'compacted'])
-          .where('indexed_text', 'ilike', pattern)
-          .where((eb) => eb.or([eb('active', '=', true), eb('compacted', '=', true)]))
+        selectWithState(tx, seeded.tenantId)
+          .select(['m.id', 's.active', 's.compacted'])
+          .where('m.indexed_text', 'ilike', pattern)
+          .where((eb) => eb.or([eb('s.active', '=', true), eb('s.compacted', '=', true)]))
           .execute(),
       );
     expect(await search('%flamingo pod was OOM%')).toEqual([
@@ -173,18 +178,36 @@ describe('commitInPlace', () => {
     expect(await search('%heron service%')).toEqual([expect.objectContaining({ active: true, compacted: false })]);
   });
 
+  it('never rewrites a messages row: archived and moved rows keep their row version (DESIGN.md §4)', async () => {
+    const seeded = await seedSession(testDb.db, TENANT, transcript);
+    const compactionId = await newCompaction(testDb.db, seeded);
+    // xmin: the transaction that wrote the row version. An UPDATE of the row, even one that changes nothing, writes a
+    // new version (recomputing the generated search columns and adding index entries), which would change it.
+    const versions = async () =>
+      (
+        await sql<{ id: number; xmin: string }>`
+          SELECT id, xmin::text AS xmin FROM messages WHERE id = ANY(${seeded.rows.map((r) => r.id)}::bigint[])
+           ORDER BY id`.execute(testDb.db)
+      ).rows;
+    const before = await versions();
+    const outcome = await commitInPlace(testDb.db, TENANT, commitOf(seeded, compactionId, 'versions'));
+    expect(outcome.compactedRowIds).toHaveLength(5);
+    expect(await versions()).toEqual(before);
+    // The state did change: five rows archived, the last three moved from positions 5–7 to 2–4.
+    const rows = await listMessages(testDb.db, TENANT, seeded.sessionId, { includeArchived: true });
+    const old = rows.filter((r) => seeded.rows.some((s) => s.id === r.id));
+    expect(old.map((r) => [r.active, r.compacted, r.position])).toEqual([
+      ...[0, 1, 2, 3, 4].map((p) => [false, true, p]),
+      [true, false, 2],
+      [true, false, 3],
+      [true, false, 4],
+    ]);
+  });
+
   it('is idempotent by compaction id: a second commit changes nothing and emits no second event', async () => {
     const seeded = await seedSession(testDb.db, TENANT, transcript);
     const compactionId = await newCompaction(testDb.db, seeded);
-    const input = {
-      sessionId: seeded.sessionId,
-      compactionId,
-      expectedRowIds: seeded.rows.map((r) => r.id),
-      ...compacted('once'),
-      summaryBody: 'once',
-      fallbackUsed: true,
-      stats: statsFor('once', true),
-    };
+    const input = commitOf(seeded, compactionId, 'once', true);
     const first = await commitInPlace(testDb.db, TENANT, input);
     const rowsAfterFirst = await allRows(seeded);
     const recordAfterFirst = await getCompaction(testDb.db, TENANT, compactionId);

@@ -138,12 +138,7 @@ describe('ChatMessage ⇄ row mapping', () => {
       toolResult('c1', 'done', 'shell'),
     ]);
     const texts = await withTenant(testDb.db, tenantId, (tx) =>
-      tx
-        .selectFrom('messages')
-        .select('indexed_text')
-        .where('session_id', '=', sessionId)
-        .orderBy('position')
-        .execute(),
+      tx.selectFrom('messages').select('indexed_text').where('session_id', '=', sessionId).orderBy('id').execute(),
     );
     expect(texts.map((t) => t.indexed_text)).toEqual([
       'alpha beta  ',
@@ -249,7 +244,7 @@ describe('reads', () => {
       user('c'),
     ]);
     await withTenant(testDb.db, tenantId, (tx) =>
-      tx.updateTable('messages').set({ active: false }).where('id', '=', rows[1]!.id).execute(),
+      tx.updateTable('message_state').set({ active: false }).where('message_id', '=', rows[1]!.id).execute(),
     );
     const loaded = await loadRowsByIds(testDb.db, tenantId, [rows[2]!.id, 999_999_999, rows[1]!.id, rows[0]!.id]);
     expect(loaded.map((r) => [r.message.content, r.active])).toEqual([
@@ -267,8 +262,12 @@ describe('reads', () => {
       user('c'),
     ]);
     await withTenant(testDb.db, tenantId, async (tx) => {
-      await tx.updateTable('messages').set({ active: false, compacted: true }).where('id', '=', rows[0]!.id).execute();
-      await tx.updateTable('messages').set({ active: false }).where('id', '=', rows[1]!.id).execute();
+      await tx
+        .updateTable('message_state')
+        .set({ active: false, compacted: true })
+        .where('message_id', '=', rows[0]!.id)
+        .execute();
+      await tx.updateTable('message_state').set({ active: false }).where('message_id', '=', rows[1]!.id).execute();
     });
     const content = async (opts: Parameters<typeof listMessages>[3]) =>
       (await listMessages(testDb.db, tenantId, sessionId, opts)).map((r) => r.message.content);

@@ -164,7 +164,7 @@ describe('replaceReplayedSummary', () => {
     const seeded = await seedSession(testDb.db, TENANT, history);
     const { compactionId, outcome } = await commit(seeded, [assistant(summaryText('fb')), user('what next?')], 0, 'fb');
     await withTenant(testDb.db, TENANT, (tx) =>
-      tx.updateTable('messages').set({ active: false }).where('id', '=', outcome.summaryRowId!).execute(),
+      tx.updateTable('message_state').set({ active: false }).where('message_id', '=', outcome.summaryRowId!).execute(),
     );
     const before = await listMessages(testDb.db, TENANT, seeded.sessionId, { includeInactive: true });
     const result = await replay(compactionId, 'new');

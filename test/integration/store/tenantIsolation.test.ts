@@ -114,6 +114,35 @@ describe('tenant isolation of the session store', () => {
     ]);
   });
 
+  it("the tenant role as B can neither see nor change A's row state (message_state), nor delete its own", async () => {
+    const ids = victim.rows.map((r) => r.id);
+    const asRole = <T>(fn: (tx: TenantTx) => Promise<T>) => withTenant(testDb.db, B, fn);
+    expect(
+      await asRole((tx) => tx.selectFrom('message_state').select('message_id').where('tenant_id', '=', A).execute()),
+    ).toEqual([]);
+    const changed = await asRole((tx) =>
+      sql`UPDATE message_state SET active = false, compacted = true WHERE message_id = ANY(${ids}::bigint[])`.execute(
+        tx,
+      ),
+    );
+    expect(Number(changed.numAffectedRows)).toBe(0);
+    await expect(
+      asRole((tx) =>
+        sql`INSERT INTO message_state (tenant_id, message_id, session_id, position)
+            VALUES (${A}, ${ids[0]!}, ${victim.sessionId}, 99)`.execute(tx),
+      ),
+    ).rejects.toThrow(/row-level security/);
+    const own = await loadTranscript(testDb.db, B, victim.sessionId);
+    await expect(
+      asRole((tx) => sql`DELETE FROM message_state WHERE message_id = ${own[0]?.id ?? 0}`.execute(tx)),
+    ).rejects.toThrow(/permission denied/);
+    const state = await sql<{ active: boolean; compacted: boolean }>`
+      SELECT active, compacted FROM message_state WHERE tenant_id = ${A} AND message_id = ANY(${ids}::bigint[])`.execute(
+      testDb.db,
+    );
+    expect(state.rows).toEqual(ids.map(() => ({ active: true, compacted: false })));
+  });
+
   it('tenant markers are per tenant', async () => {
     await setTenantMarker(testDb.db, A, 'codex_gpt55_autoraise_notice', '231200');
     expect(await getTenantMarker(testDb.db, A, 'codex_gpt55_autoraise_notice')).toBe('231200');
@@ -186,7 +215,15 @@ describe('the tenant role as B cannot make PostgreSQL show A', () => {
   it("no erroring expression on any relation the tenant role can read shows A's text", async () => {
     const relations = await readableRelations();
     expect([...relations.keys()]).toEqual(
-      expect.arrayContaining(['messages', 'sessions', 'compactions', 'events', 'tenant_markers', 'turns']),
+      expect.arrayContaining([
+        'messages',
+        'message_state',
+        'sessions',
+        'compactions',
+        'events',
+        'tenant_markers',
+        'turns',
+      ]),
     );
     // api_keys is the owner's alone; tenants is probed whatever the grants say.
     expect(relations.has('api_keys')).toBe(false);

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { CompactionResult, SubmitMessages } from '../../../contracts/conversation.js';
 import type { ChatMessage } from '../../../engine/index.js';
 import { createDb } from '../../../infra/db/connect.js';
-import { loadTranscript } from '../../../infra/db/messages.js';
+import { loadTranscript, selectWithState } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
@@ -151,20 +151,19 @@ interface KeyedRow {
 
 async function rowsOf(tenantId: string): Promise<KeyedRow[]> {
   return withTenant(testDb.db, tenantId, (tx) =>
-    tx
-      .selectFrom('messages')
+    selectWithState(tx, tenantId)
       .select([
-        'id',
-        'role',
-        'content',
-        'tool_call_id',
-        'active',
-        'compacted',
-        'position',
-        'compaction_id',
-        'idempotency_key',
+        'm.id',
+        'm.role',
+        'm.content',
+        'm.tool_call_id',
+        's.active',
+        's.compacted',
+        's.position',
+        's.compaction_id',
+        'm.idempotency_key',
       ])
-      .orderBy('id')
+      .orderBy('m.id')
       .execute(),
   );
 }

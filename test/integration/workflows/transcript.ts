@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { expect } from 'vitest';
 import type { IncomingMessage, SubmitMessages } from '../../../contracts/conversation.js';
 import { type ChatMessage, messageText, SUMMARY_PREFIX, SYSTEM_NOTE } from '../../../engine/index.js';
+import { selectWithState } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
@@ -60,13 +61,20 @@ export interface StoredRow {
   summary_body: string | null;
 }
 
+const STORED_ROW_COLUMNS = [
+  'm.id',
+  's.session_id',
+  'm.role',
+  'm.content',
+  's.active',
+  's.compacted',
+  's.position',
+  'm.summary_body',
+] as const;
+
 export async function allRows(db: Kysely<Database>, tenantId: string): Promise<StoredRow[]> {
   return withTenant(db, tenantId, (tx) =>
-    tx
-      .selectFrom('messages')
-      .select(['id', 'session_id', 'role', 'content', 'active', 'compacted', 'position', 'summary_body'])
-      .orderBy('id')
-      .execute(),
+    selectWithState(tx, tenantId).select(STORED_ROW_COLUMNS).orderBy('m.id').execute(),
   );
 }
 
@@ -76,12 +84,11 @@ export async function activeTranscript(
   sessionId: string,
 ): Promise<StoredRow[]> {
   return withTenant(db, tenantId, (tx) =>
-    tx
-      .selectFrom('messages')
-      .select(['id', 'session_id', 'role', 'content', 'active', 'compacted', 'position', 'summary_body'])
-      .where('session_id', '=', sessionId)
-      .where('active', '=', true)
-      .orderBy('position')
+    selectWithState(tx, tenantId)
+      .select(STORED_ROW_COLUMNS)
+      .where('s.session_id', '=', sessionId)
+      .where('s.active', '=', true)
+      .orderBy('s.position')
       .execute(),
   );
 }
@@ -101,8 +108,8 @@ export async function searchArchived(db: Kysely<Database>, tenantId: string, nee
     async (tx) =>
       (
         await sql<{ id: number; active: boolean; compacted: boolean }>`
-        SELECT id, active, compacted FROM messages
-        WHERE (active OR compacted) AND indexed_text ILIKE ${`%${needle}%`}`.execute(tx)
+        SELECT m.id, s.active, s.compacted FROM messages m JOIN message_state s ON s.message_id = m.id
+        WHERE (s.active OR s.compacted) AND m.indexed_text ILIKE ${`%${needle}%`}`.execute(tx)
       ).rows,
   );
 }
