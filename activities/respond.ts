@@ -31,6 +31,7 @@ export interface RespondDeps {
 export interface RespondInput {
   tenantId: string;
   conversationId: string;
+  /** The session the workflow knows (the transcript is read from the conversation's current one). */
   sessionId: string;
   model: string;
   provider: string | null;
@@ -94,7 +95,10 @@ export function createRespondActivities(deps: RespondDeps) {
         throw ApplicationFailure.nonRetryable(problem ?? 'no LLM provider is configured', type);
       }
       const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
-      const rows = await loadTranscript(db, input.tenantId, input.sessionId);
+      // The conversation's current session, not the one the workflow knew: a background compaction may have
+      // rotated it meanwhile (SPEC §19 `background`); the log is the truth.
+      const current = await getConversation(db, input.tenantId, input.conversationId);
+      const rows = await loadTranscript(db, input.tenantId, current?.current_session_id ?? input.sessionId);
       // The same prepared context as the gateway's /context route (engine/prepareContext.ts).
       const context = prepareContext(
         rows.map((r) => r.message),

@@ -40,6 +40,15 @@ export interface CompactionResult {
   error: string | null;
 }
 
+/** An automatic compaction that runs while the conversation goes on (SPEC §19 `background`, DESIGN.md §3). */
+export interface BackgroundCompaction {
+  compactionId: string;
+  seq: number;
+  trigger: CompactionTrigger;
+  /** ISO time the compaction started. */
+  startedAt: string;
+}
+
 export interface CompactRequest {
   focusTopic?: string;
 }
@@ -134,6 +143,8 @@ export interface ConversationStatus {
   /** Every decision due for the batches up to this one has been taken. */
   appliedSeq: number;
   lastCompaction: CompactionResult | null;
+  /** The automatic compaction running in the background (SPEC §19 `background`), or null. */
+  compacting: BackgroundCompaction | null;
   /** SPEC §12.1: whether prompt caching is on for the current model and provider, and why. */
   promptCaching: { enabled: boolean; reason: string; line: string };
   cache: CacheTelemetry;

@@ -90,6 +90,17 @@ const statusProperties = {
   processedBatches: count,
   appliedSeq: count,
   lastCompaction: nullable(CompactionReport),
+  compacting: nullable(
+    Type.Object(
+      {
+        compactionId: Type.String(),
+        seq: count,
+        trigger: stringEnum(['preflight', 'post_response'] as CompactionResult['trigger'][]),
+        startedAt: Type.String(),
+      },
+      { description: 'The automatic compaction running in the background (SPEC §19 background)' },
+    ),
+  ),
   promptCaching: Type.Object({ enabled: Type.Boolean(), reason: Type.String(), line: Type.String() }),
   cache: CacheTelemetrySchema,
   notices: Type.Array(Type.String()),

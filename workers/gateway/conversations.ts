@@ -174,6 +174,25 @@ export class Conversations {
   }
 
   /**
+   * Like `sync`, and further waits, bounded, until no automatic compaction runs in the background (SPEC §19
+   * `background`): the status then reflects its outcome.
+   */
+  async settled(tenantId: string, conversationId: string, timeoutMs = this.waitTimeoutMs): Promise<PublishedStatus> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const status = await this.sync(tenantId, conversationId, Math.max(1, deadline - Date.now()));
+      if (!status.compacting) return status;
+      if (Date.now() >= deadline) {
+        throw new TemporalUnavailableError(
+          `the conversation's background compaction has not finished within ${Math.round(timeoutMs / 1000)} s`,
+          Math.max(1, Math.ceil(timeoutMs / 10_000)),
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  /**
    * Chat backend mode: refuses at once when no provider can answer (nothing stored); otherwise stores the batch,
    * runs the turn (idempotent by turn id: a retried request returns the first reply, without a second model call)
    * and returns the stored reply.

@@ -1,8 +1,15 @@
 // One compaction of a conversation (DESIGN.md §3): the child workflow `compact:<tenant>:<session>:<n>` with what the
 // engine decided (cooldown, previous summary, limits), then its outcome applied to the conversation — the engine's
-// counters, the totals, the fixed-point detector (SPEC §19) and the notice the user sees.
-import { executeChild, uuid4, workflowInfo } from '@temporalio/workflow';
-import type { CompactionInput, CompactionTimeouts, CompactionTrigger } from '../../contracts/compaction.js';
+// counters, the totals, the fixed-point detector (SPEC §19) and the notice the user sees. A blocking compaction
+// (manual, hygiene, or `background: false`) waits for the child; a background one (SPEC §19 `background`) starts it
+// and the conversation settles its outcome when the child has finished.
+import { startChild, uuid4, workflowInfo } from '@temporalio/workflow';
+import type {
+  CompactionInput,
+  CompactionOutcome,
+  CompactionTimeouts,
+  CompactionTrigger,
+} from '../../contracts/compaction.js';
 import type { CompactionResult } from '../../contracts/conversation.js';
 import type { ContextCompressor } from '../../engine/index.js';
 import { compactionWorkflow } from '../compaction.js';
@@ -22,22 +29,34 @@ export interface CompactingConversation {
   notice(text: string): void;
 }
 
-export async function runCompaction(
+export interface CompactionOptions {
+  force?: boolean;
+  focusTopic?: string | null;
+  beforeRowId?: number | null;
+}
+
+/** A started compaction child: its input and its outcome (a failed child becomes a `failed` outcome). */
+export interface StartedCompaction {
+  input: CompactionInput;
+  trigger: CompactionTrigger;
+  outcome: Promise<CompactionOutcome>;
+}
+
+function childInputOf(
   conversation: CompactingConversation,
   trigger: CompactionTrigger,
-  options: { force?: boolean; focusTopic?: string | null; beforeRowId?: number | null } = {},
-): Promise<CompactionResult> {
+  options: CompactionOptions,
+): CompactionInput {
   const { state, engine, ids } = conversation;
   engine.beginCompaction({ force: options.force === true });
   state.compactionSeq += 1;
-  const seq = state.compactionSeq;
   const inPlace = trigger === 'hygiene' ? true : state.config.inPlace;
-  const childInput: CompactionInput = {
+  return {
     tenantId: ids.tenantId,
     conversationId: ids.conversationId,
     sessionId: state.sessionId,
     compactionId: uuid4(),
-    seq,
+    seq: state.compactionSeq,
     trigger,
     inPlace,
     newSessionId: inPlace ? null : newSessionId(Date.now(), uuid4().replace(/-/g, '')),
@@ -58,31 +77,58 @@ export async function runCompaction(
     contextLength: state.contextLength,
     timeouts: conversation.timeouts,
   };
-  let outcome: Awaited<ReturnType<typeof compactionWorkflow>>;
+}
+
+/** Starts the child; resolves once the server has started it. Its outcome never rejects. */
+export async function startCompaction(
+  conversation: CompactingConversation,
+  trigger: CompactionTrigger,
+  options: CompactionOptions = {},
+): Promise<StartedCompaction> {
+  const { state, ids } = conversation;
+  const input = childInputOf(conversation, trigger, options);
+  // The child failed as a whole (e.g. its record could not be written): the transcript is untouched (§7.6).
+  const failed = (err: unknown) => failedOutcome(input.compactionId, input.sessionId, err);
   try {
-    outcome = await executeChild(compactionWorkflow, {
-      args: [childInput],
-      workflowId: compactionWorkflowId(ids.tenantId, state.sessionId, seq),
+    const child = await startChild(compactionWorkflow, {
+      args: [input],
+      workflowId: compactionWorkflowId(ids.tenantId, input.sessionId, input.seq),
       taskQueue: workflowInfo().taskQueue,
-      staticSummary: `Compaction #${seq} (${trigger}) of ${ids.tenantId}/${ids.conversationId}`,
+      staticSummary: `Compaction #${input.seq} (${trigger}) of ${ids.tenantId}/${ids.conversationId}`,
       typedSearchAttributes: [
         { key: TenantId, value: ids.tenantId },
         { key: ConversationId, value: ids.conversationId },
-        { key: SessionId, value: state.sessionId },
+        { key: SessionId, value: input.sessionId },
         { key: Model, value: state.model },
       ],
     });
+    return { input, trigger, outcome: child.result().catch(failed) };
   } catch (err) {
-    // The child failed as a whole (e.g. its record could not be written): the transcript is untouched (§7.6).
-    outcome = failedOutcome(childInput.compactionId, state.sessionId, err);
+    return { input, trigger, outcome: Promise.resolve(failed(err)) };
   }
+}
+
+/**
+ * Applies a finished compaction's outcome to the conversation. `background`: the compaction ran while the
+ * conversation went on, so the "next request goes out as is" rule of §7.6 was applied when it started.
+ */
+export function settleCompaction(
+  conversation: CompactingConversation,
+  started: Pick<StartedCompaction, 'trigger'>,
+  outcome: CompactionOutcome,
+  options: { background?: boolean } = {},
+): CompactionResult {
+  const { state, engine } = conversation;
+  const { trigger } = started;
   const automatic = trigger !== 'manual';
   const committed = outcome.status === 'committed' || outcome.status === 'fallback';
   if (committed && automatic && reachedFixedPoint(state.host, outcome.similarity, state.userSinceCompaction)) {
     state.autoPaused = 'fixed_point';
     conversation.notice(NOTICE_FIXED_POINT);
   }
+  const sinceModelCall = state.autoSinceModelCall;
   applyOutcome(state, engine, outcome, { automatic, now: Date.now() });
+  if (options.background) state.autoSinceModelCall = sinceModelCall;
   const result: CompactionResult = {
     compactionId: outcome.compactionId,
     trigger,
@@ -96,4 +142,14 @@ export async function runCompaction(
   state.lastCompaction = result;
   if (result.notice && automatic) conversation.notice(result.notice);
   return result;
+}
+
+/** A blocking compaction: starts the child, waits for it, applies its outcome. */
+export async function runCompaction(
+  conversation: CompactingConversation,
+  trigger: CompactionTrigger,
+  options: CompactionOptions = {},
+): Promise<CompactionResult> {
+  const started = await startCompaction(conversation, trigger, options);
+  return settleCompaction(conversation, started, await started.outcome);
 }

@@ -67,7 +67,7 @@ export function buildStatus(
   ids: { tenantId: string; conversationId: string },
   state: CarriedState,
   engine: ContextCompressor,
-  live: { pendingItems: number; recentAuto: number },
+  live: { pendingItems: number; recentAuto: number; compacting: ConversationStatus['compacting'] },
 ): ConversationStatus {
   const s = engine.exportState();
   const tokens = contextTokens(state, engine);
@@ -98,6 +98,7 @@ export function buildStatus(
     processedBatches: state.processedBatches,
     appliedSeq: state.batches.appliedSeq,
     lastCompaction: state.lastCompaction,
+    compacting: live.compacting,
     promptCaching: cachingOf(state.model, state.provider, state.cacheTtl),
     cache: state.cache,
     notices: state.notices.slice(),
@@ -134,6 +135,7 @@ export function startingStatus(input: ConversationInput, pendingItems: number, n
     processedBatches: 0,
     appliedSeq: 0,
     lastCompaction: null,
+    compacting: null,
     promptCaching: cachingOf(input.model, input.provider ?? null, null),
     cache: EMPTY_CACHE_TELEMETRY,
     notices: notices.slice(),
@@ -151,6 +153,9 @@ export function detailsText(ids: { tenantId: string; conversationId: string }, s
     `Messages: ${status.activeMessages} active; compactions: ${status.compressionCount}` +
       (paused ? `; automatic compaction blocked: ${paused}` : ''),
     last ? `Last compaction: ${last.trigger} → ${last.status}` : 'No compaction yet',
+    ...(status.compacting
+      ? [`Compacting in the background: #${status.compacting.seq} (${status.compacting.trigger})`]
+      : []),
     status.promptCaching.line,
   ].join('\n');
 }

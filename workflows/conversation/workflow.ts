@@ -120,22 +120,31 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   await entity.publish();
 
   const gapWaitMs = input.gapWaitMs ?? DEFAULT_GAP_WAIT_MS;
+  const live = entity;
   for (;;) {
-    await condition(() => queue.length > 0 || workflowInfo().continueAsNewSuggested);
+    await condition(
+      () => queue.length > 0 || live.backgroundFinished || (workflowInfo().continueAsNewSuggested && !live.compacting),
+    );
+    if (entity.backgroundFinished) {
+      // A background compaction finished (SPEC §19 `background`): its outcome is applied before the next item.
+      entity.settleBackground();
+      await entity.publish();
+      continue;
+    }
     const item = queue.shift();
     if (!item) {
       // Continue-as-new is suggested and the queue is drained: let running handlers finish, then re-check (a
       // signal may have arrived meanwhile; it is processed before the hand-over, never lost).
       await condition(allHandlersFinished);
-      if (queue.length > 0) continue;
+      if (queue.length > 0 || entity.compacting) continue;
       break;
     }
     await run(entity, item);
     const { batches } = entity.state;
-    if (queue.length === 0 && batches.latestSeq > batches.appliedSeq) {
+    if (queue.length === 0 && batches.latestSeq > batches.appliedSeq && !entity.backgroundFinished) {
       // A batch is known to exist but its notification is missing: wait a little, then count it as applied (its
       // rows are in the log and in every later compaction; only the decisions of its own notification are lost).
-      if (!(await condition(() => queue.length > 0, gapWaitMs))) {
+      if (!(await condition(() => queue.length > 0 || live.backgroundFinished, gapWaitMs))) {
         skipGaps(batches);
         await entity.publish();
       }

@@ -52,13 +52,13 @@ function steps(tag: string): ChatMessage[] {
 
 async function start(tenant: string, conv: string, messages = agentTranscript(8)): Promise<void> {
   await stack.client.submit(tenant, conv, batch(messages), CTX100K);
-  await stack.client.sync(tenant, conv);
+  await stack.client.settled(tenant, conv);
 }
 
 /** A batch whose model call reported `prompt_tokens`, decided on before the next one (as a real client's is). */
 async function reading(tenant: string, conv: string, messages: ChatMessage[], promptTokens: number) {
   await stack.client.submit(tenant, conv, batch(messages, { prompt_tokens: promptTokens }), CTX100K);
-  return stack.client.sync(tenant, conv);
+  return stack.client.settled(tenant, conv);
 }
 
 const triggersOf = async (tenant: string) =>
@@ -103,7 +103,7 @@ describe('frequency breaker per conversation (SPEC §19 max_auto_per_hour)', () 
       ),
       CTX100K,
     );
-    const net = await stack.client.sync(t, conv);
+    const net = await stack.client.settled(t, conv);
     expect(await triggersOf(t)).toEqual(['post_response:committed', 'post_response:committed', 'hygiene:committed']);
     expect(net.lastCompaction?.trigger).toBe('hygiene');
     expect(net.compressionCount).toBe(3);
@@ -153,7 +153,7 @@ describe('frequency breaker per tenant (SPEC §19 tenant_max_auto_per_hour)', ()
       await reading(other, c, round(`c-high${i}`), HIGH);
       await reading(other, c, round(`c-low${i}`), LOW);
     }
-    const free = await stack.client.sync(other, c);
+    const free = await stack.client.settled(other, c);
     expect(free.compressionCount).toBe(3);
     expect(free.autoPaused).toBeNull();
     expect(await triggersOf(other)).toEqual(Array(3).fill('post_response:committed'));
@@ -229,7 +229,7 @@ describe('minimum gain (SPEC §19 min_gain_tokens)', () => {
     const t = await newTenant(testDb.db, { protect_last_n: 4 });
     const conv = randomUUID();
     await start(t, conv);
-    const session = (await stack.client.sync(t, conv)).sessionId;
+    const session = (await stack.client.settled(t, conv)).sessionId;
     await reading(t, conv, round('r0'), LOW);
     const before = await activeTranscript(testDb.db, t, session);
 

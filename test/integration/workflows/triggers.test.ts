@@ -37,7 +37,7 @@ describe('in-loop check (SPEC §7.6)', () => {
     const below = randomUUID();
     await stack.client.submit(t, below, batch(agentTranscript(8)), CTX100K);
     await stack.client.submit(t, below, batch(round(9), { prompt_tokens: 74_999 }), CTX100K);
-    const quiet = await stack.client.sync(t, below);
+    const quiet = await stack.client.settled(t, below);
     expect(quiet.thresholdTokens).toBe(75_000);
     expect(quiet.compressionCount).toBe(0);
     expect(quiet.lastPromptTokens).toBe(74_999);
@@ -45,7 +45,7 @@ describe('in-loop check (SPEC §7.6)', () => {
     const at = randomUUID();
     await stack.client.submit(t, at, batch(agentTranscript(8)), CTX100K);
     await stack.client.submit(t, at, batch(round(9), { prompt_tokens: 75_000 }), CTX100K);
-    const compacted = await stack.client.sync(t, at);
+    const compacted = await stack.client.settled(t, at);
     expect(compacted.compressionCount).toBe(1);
     expect(compacted.lastCompaction).toMatchObject({ trigger: 'post_response', status: 'committed' });
     // The compaction resets the reading: the next request's real reading decides the verdict (§7.6).
@@ -66,7 +66,7 @@ describe('in-loop check (SPEC §7.6)', () => {
       batch([big('user', 'a'), big('assistant', 'b'), big('user', 'c'), big('assistant', 'd'), big('user', 'e')]),
       CTX100K,
     );
-    const status = await stack.client.sync(t, conv);
+    const status = await stack.client.settled(t, conv);
     expect(status.compressionCount).toBe(1);
     expect(status.lastCompaction?.trigger).toBe('preflight');
     expect(status.lastCompaction?.stats?.tokensBefore).toBeGreaterThanOrEqual(75_000);
@@ -88,7 +88,7 @@ describe('gateway hygiene (SPEC §11)', () => {
     const conv = randomUUID();
     await grow(t, conv, 4);
     await stack.client.submit(t, conv, batch([{ role: 'user', content: 'what next?' }]), CTX100K);
-    const status = await stack.client.sync(t, conv);
+    const status = await stack.client.settled(t, conv);
     const records = await compactionsOf(testDb.db, t);
     expect(records.map((r) => r.trigger)).toEqual(['hygiene']);
     expect(records[0]!.status).toBe('committed');
@@ -102,7 +102,7 @@ describe('gateway hygiene (SPEC §11)', () => {
     const conv = randomUUID();
     await grow(t, conv, 3);
     await stack.client.submit(t, conv, batch([{ role: 'user', content: 'what next?' }]), CTX100K);
-    await stack.client.sync(t, conv);
+    await stack.client.settled(t, conv);
     const triggers = (await compactionsOf(testDb.db, t)).map((r) => r.trigger);
     expect(triggers).not.toContain('hygiene');
   });
@@ -112,7 +112,7 @@ describe('gateway hygiene (SPEC §11)', () => {
     const conv = randomUUID();
     await grow(t, conv, 6);
     await stack.client.submit(t, conv, batch([{ role: 'user', content: 'what next?' }]), CTX100K);
-    const status = await stack.client.sync(t, conv);
+    const status = await stack.client.settled(t, conv);
     expect(await compactionsOf(testDb.db, t)).toEqual([]);
     expect(status.activeMessages).toBe(7);
   });
@@ -128,9 +128,9 @@ describe('anti-thrash guard (SPEC §7.4)', () => {
     // as a real client's does (its model call used the context as it was then).
     for (let i = 0; i < 4; i++) {
       await stack.client.submit(t, conv, batch(round(10 + i), { prompt_tokens: 80_000 }), CTX100K);
-      await stack.client.sync(t, conv);
+      await stack.client.settled(t, conv);
     }
-    const status = await stack.client.sync(t, conv);
+    const status = await stack.client.settled(t, conv);
     // #1 at the first reading; #2 after strike 1; then strike 2 trips the guard and no third compaction runs.
     expect(status.compressionCount).toBe(2);
     expect(status.ineffectiveStrikes).toBe(2);
@@ -161,7 +161,7 @@ describe('at most one automatic compaction between two model calls (SPEC §7.6, 
       huge('assistant', 2),
     ];
     await stack.client.submit(t, conv, batch(history), CTX100K);
-    await stack.client.sync(t, conv);
+    await stack.client.settled(t, conv);
     expect(await compactionsOf(testDb.db, t)).toEqual([]);
     // The reply to the last user message reports a reading at 90 % (≥ hygiene's 85 %), and a new user message follows.
     await stack.client.submit(
@@ -176,7 +176,7 @@ describe('at most one automatic compaction between two model calls (SPEC §7.6, 
       ),
       CTX100K,
     );
-    const status = await stack.client.sync(t, conv);
+    const status = await stack.client.settled(t, conv);
     const records = await compactionsOf(testDb.db, t);
     expect(records).toHaveLength(1);
     expect(status.compressionCount).toBe(1);
@@ -188,7 +188,7 @@ describe('at most one automatic compaction between two model calls (SPEC §7.6, 
       batch([{ role: 'assistant', content: 'ok' }], { prompt_tokens: 30_000 }),
       CTX100K,
     );
-    const after = await stack.client.sync(t, conv);
+    const after = await stack.client.settled(t, conv);
     expect(after.ineffectiveStrikes).toBe(0);
     expect((await compactionsOf(testDb.db, t)).length).toBe(1);
   });
@@ -197,12 +197,12 @@ describe('at most one automatic compaction between two model calls (SPEC §7.6, 
     const t = await tenant({ protect_last_n: 4 });
     const conv = randomUUID();
     await stack.client.submit(t, conv, batch(agentTranscript(8)), CTX100K);
-    await stack.client.sync(t, conv);
+    await stack.client.settled(t, conv);
     // Two readings over the threshold sent back to back: the second was accepted while the first one's compaction
     // ran, so its model call saw the old context.
     await stack.client.submit(t, conv, batch(round(20), { prompt_tokens: 80_000 }), CTX100K);
     await stack.client.submit(t, conv, batch(round(21), { prompt_tokens: 80_000 }), CTX100K);
-    const status = await stack.client.sync(t, conv);
+    const status = await stack.client.settled(t, conv);
     const records = await compactionsOf(testDb.db, t);
     expect(records.map((r) => r.trigger)).toEqual(['post_response']);
     expect(status.ineffectiveStrikes).toBe(0);
@@ -219,16 +219,16 @@ describe('per-tenant policy', () => {
     const convB = randomUUID();
     await stack.client.submit(a, convA, batch([{ role: 'user', content: 'hi' }]), CTX1M);
     await stack.client.submit(b, convB, batch([{ role: 'user', content: 'hi' }]), CTX1M);
-    expect((await stack.client.sync(a, convA)).thresholdTokens).toBe(600_000);
-    expect((await stack.client.sync(b, convB)).thresholdTokens).toBe(500_000);
+    expect((await stack.client.settled(a, convA)).thresholdTokens).toBe(600_000);
+    expect((await stack.client.settled(b, convB)).thresholdTokens).toBe(500_000);
 
     await setTenantPolicy(testDb.db, a, { threshold: 0.7, model_thresholds: { 'acme-long': 0.8 } });
     await stack.client.submit(a, convA, batch([{ role: 'assistant', content: 'hello' }]), CTX1M);
     await stack.client.submit(b, convB, batch([{ role: 'assistant', content: 'hello' }]), CTX1M);
-    const afterA = await stack.client.sync(a, convA);
+    const afterA = await stack.client.settled(a, convA);
     expect(afterA.thresholdTokens).toBe(800_000);
     expect(afterA.policyVersion).toBe(2);
-    expect((await stack.client.sync(b, convB)).thresholdTokens).toBe(500_000);
+    expect((await stack.client.settled(b, convB)).thresholdTokens).toBe(500_000);
   });
 });
 
@@ -240,7 +240,7 @@ describe('model switch (SPEC §4.6)', () => {
       model: 'acme',
       contextLength: 128_000,
     });
-    expect((await stack.client.sync(t, conv)).thresholdTokens).toBe(96_000);
+    expect((await stack.client.settled(t, conv)).thresholdTokens).toBe(96_000);
     expect(
       (await stack.client.switchModel(t, conv, { model: 'acme-big', contextLength: 1_000_000 })).thresholdTokens,
     ).toBe(500_000);
@@ -260,6 +260,6 @@ describe('model switch (SPEC §4.6)', () => {
     });
     await expect(stack.client.switchModel(t, conv, { model: 'tiny', contextLength: 32_000 })).rejects.toThrow();
     await expect(stack.client.switchModel(t, conv, { model: 'gpt-5.5-900k' })).rejects.toThrow();
-    expect((await stack.client.sync(t, conv)).model).toBe('acme');
+    expect((await stack.client.settled(t, conv)).model).toBe('acme');
   });
 });
