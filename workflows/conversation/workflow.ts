@@ -6,6 +6,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setHandler,
   Trigger,
@@ -49,6 +50,9 @@ type QueueItem =
   | { kind: 'switchModel'; request: SwitchModelRequest; done: Trigger<ConversationStatus> };
 
 const store = proxyActivities<ConversationActivities>(storeActivityOptions);
+
+/** Patch id of batch coalescing (issue #11 §2): histories recorded before it publish after every batch. */
+const COALESCE_PATCH = 'coalesce-batches';
 
 /** A notification that never came (its gateway died between commit and signal) is waited for this long. */
 const DEFAULT_GAP_WAIT_MS = 2_000;
@@ -139,7 +143,16 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       if (queue.length > 0 || entity.compacting) continue;
       break;
     }
-    await run(entity, item);
+    if (item.kind === 'batch' && patched(COALESCE_PATCH)) {
+      // Every pending notification in one step (coalescing under load): each is decided on in order, the state is
+      // published once (one activity instead of one per batch). A decision that needs an activity (a compaction,
+      // counting the tenant's compactions) still runs where it falls.
+      await entity.apply(item.batch);
+      while (queue[0]?.kind === 'batch') await entity.apply((queue.shift() as { batch: StoredBatch }).batch);
+      await entity.publish();
+    } else {
+      await run(entity, item);
+    }
     const { batches } = entity.state;
     if (queue.length === 0 && batches.latestSeq > batches.appliedSeq && !entity.backgroundFinished) {
       // A batch is known to exist but its notification is missing: wait a little, then count it as applied (its
