@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { CacheTtl, CompressionConfig, HostPolicy, Summarizer } from '../engine/index.js';
 import type { Database } from '../infra/db/schema.js';
 import type { ProvidersConfig } from '../infra/llm/providers.js';
+import type { Metrics } from '../infra/metrics/registry.js';
 import { createCompactionActivities, createReplayActivities, type SummarizerFor } from './compaction/index.js';
 import { createConversationActivities } from './conversation.js';
 import { guardActivities } from './guard.js';
@@ -25,6 +26,8 @@ export interface ActivityDeps {
   providers?: ProvidersConfig | null;
   env?: Readonly<Record<string, string | undefined>>;
   respondTimeoutMs?: number;
+  /** The worker's metrics: activity durations (workers/runtime/createWorker.ts), the summary quality gate. */
+  metrics?: Metrics;
 }
 
 export function createActivities(deps: ActivityDeps) {

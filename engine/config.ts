@@ -118,6 +118,8 @@ export interface HostPolicy {
    * summariser (engine/extractive/, no LLM). (`anthropic_native` of §19 is not accepted yet: issue #13.)
    */
   summaryBackend: SummaryBackend;
+  /** Every summary ends with one line saying that the earlier turns are archived and how to search them. */
+  archivePointer: boolean;
 }
 
 /** SPEC §19 `summary_backend` values this host implements. */
@@ -132,6 +134,7 @@ export const DEFAULT_HOST_POLICY: Readonly<HostPolicy> = Object.freeze({
   fixedPointSimilarity: 0.95,
   minGainTokens: 1,
   summaryBackend: 'local',
+  archivePointer: true,
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -195,6 +198,7 @@ export const HOST_POLICY_VALUE_CHECKS: Readonly<Record<keyof HostPolicy, ValueCh
   fixedPointSimilarity: inUnitInterval,
   minGainTokens: integerAtLeast(0),
   summaryBackend: oneOf(...SUMMARY_BACKENDS),
+  archivePointer: isBoolean,
 });
 
 const COMPRESSION_KEYS = Object.keys(COMPRESSION_VALUE_CHECKS) as (keyof CompressionConfig)[];

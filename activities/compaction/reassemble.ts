@@ -11,7 +11,6 @@ import {
   messageText,
   reassemblePhase,
   type SummaryFailureClass,
-  summarySimilarity,
   summaryText,
   unchangedStats,
 } from '../../engine/index.js';
@@ -19,6 +18,7 @@ import { commitInPlace, commitRotation } from '../../infra/db/compactionCommit/i
 import { isCommitted, updateCompaction } from '../../infra/db/compactions.js';
 import type { CompactionRow } from '../../infra/db/schema.js';
 import { type CompactionActivityDeps, planOf, prunedSnapshot, requireRecord } from './record.js';
+import { bodySimilarity, hostPolicyForTenant, withPolicyPointer } from './summaryBackend.js';
 
 /** The output row that carries the summary (standalone or merged, SPEC §8.6.2). */
 export function findSummaryIndex(output: readonly ChatMessage[], summaryBody: string): number {
@@ -42,14 +42,12 @@ function committedResult(record: CompactionRow): ReassembleResult | null {
     summaryBody: record.summary_body,
     stats,
     totals: null,
-    similarity:
-      record.previous_summary === null || record.summary_body === null
-        ? null
-        : summarySimilarity(record.previous_summary, record.summary_body),
+    similarity: bodySimilarity(record.previous_summary, record.summary_body),
   };
 }
 
-export function createReassembleActivities({ db }: Pick<CompactionActivityDeps, 'db'>) {
+export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'db' | 'baseHostPolicy'>) {
+  const { db } = deps;
   return {
     async reassemble(input: ReassembleInput): Promise<ReassembleResult> {
       const record = await requireRecord(db, input);
@@ -60,7 +58,7 @@ export function createReassembleActivities({ db }: Pick<CompactionActivityDeps, 
       const failureClass: SummaryFailureClass | null = llmBody
         ? null
         : (input.fallbackFailureClass ?? record.failure_class ?? 'error');
-      const summaryBody =
+      const body =
         llmBody ??
         toStorableText(
           buildFallbackSummary(messages, plan, {
@@ -68,6 +66,8 @@ export function createReassembleActivities({ db }: Pick<CompactionActivityDeps, 
             failureClass: failureClass ?? 'error',
           }),
         );
+      const policy = await hostPolicyForTenant(deps, input.tenantId);
+      const summaryBody = withPolicyPointer(body, policy, record.conversation_id);
       const output = reassemblePhase(pruned, messages, planOf(plan), summaryBody, {
         previousSummary: record.previous_summary,
       });
@@ -80,8 +80,7 @@ export function createReassembleActivities({ db }: Pick<CompactionActivityDeps, 
         fallbackUsed,
         summaryBody,
       });
-      const similarity =
-        record.previous_summary === null ? null : summarySimilarity(record.previous_summary, summaryBody);
+      const similarity = bodySimilarity(record.previous_summary, summaryBody);
       if (input.requiredGain !== null && stats.tokensBefore - stats.tokensAfter < input.requiredGain) {
         // SPEC §19 minimum gain (and §11.3 for hygiene): a result that does not save enough is not committed.
         await updateCompaction(db, input.tenantId, input.compactionId, {
@@ -94,7 +93,10 @@ export function createReassembleActivities({ db }: Pick<CompactionActivityDeps, 
       }
       const summaryIndex = findSummaryIndex(output, summaryBody);
       if (failureClass !== null) {
-        await updateCompaction(db, input.tenantId, input.compactionId, { failure_class: failureClass });
+        await updateCompaction(db, input.tenantId, input.compactionId, {
+          failure_class: failureClass,
+          summary_backend: 'fallback',
+        });
       }
       const commit = {
         compactionId: input.compactionId,

@@ -10,6 +10,7 @@ import { getCompaction } from '../../infra/db/compactions.js';
 import { loadRowsByIds } from '../../infra/db/messages.js';
 import type { CompactionRow, Database } from '../../infra/db/schema.js';
 import { getSession } from '../../infra/db/sessions.js';
+import type { Metrics } from '../../infra/metrics/registry.js';
 
 /** The summarizer for a conversation's main model (SPEC §2.3: the summary model defaults to the main model). */
 export type SummarizerFor = (target: { model: string | null; provider: string | null }) => Summarizer | null;
@@ -22,6 +23,8 @@ export interface CompactionActivityDeps {
   summarizerFor?: SummarizerFor;
   /** SPEC §19 host policy keys of config.yaml (`summary_backend`); a tenant's policy overrides them. */
   baseHostPolicy?: HostPolicy;
+  /** Where the quality gate's retention shares are observed (issue #15 §3); absent: not observed. */
+  metrics?: Pick<Metrics, 'summaryRetention'>;
 }
 
 export interface CompactionSnapshot {

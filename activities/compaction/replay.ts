@@ -16,6 +16,7 @@ import { summaryText } from '../../engine/index.js';
 import { replaceReplayedSummary } from '../../infra/db/compactionCommit/index.js';
 import type { Database } from '../../infra/db/schema.js';
 import { type CompactionActivityDeps, prunedSnapshot, requireRecord, summarizerForSession } from './record.js';
+import { hostPolicyForTenant, withPolicyPointer } from './summaryBackend.js';
 import { summarizeWindow } from './summaryCall.js';
 
 async function replayable(db: Kysely<Database>, ref: CompactionRef) {
@@ -49,7 +50,8 @@ export function createReplayActivities(deps: CompactionActivityDeps) {
           FailureType.NoSummarizer,
         );
       }
-      return summarizeWindow(summarizer, record, await prunedSnapshot(db, ref.tenantId, record));
+      const { body } = await summarizeWindow(summarizer, record, await prunedSnapshot(db, ref.tenantId, record));
+      return withPolicyPointer(body, await hostPolicyForTenant(deps, ref.tenantId), record.conversation_id);
     },
 
     async applyReplay(ref: CompactionRef & { summaryBody: string }): Promise<ApplyReplayResult> {

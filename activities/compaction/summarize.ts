@@ -12,7 +12,7 @@ import {
   summarizerForSession,
 } from './record.js';
 import { extractiveBody, hostPolicyForTenant } from './summaryBackend.js';
-import { summarizeWindow } from './summaryCall.js';
+import { type GatedSummary, summarizeWindow } from './summaryCall.js';
 
 export function createSummarizeActivities(deps: CompactionActivityDeps) {
   const { db } = deps;
@@ -39,18 +39,23 @@ export function createSummarizeActivities(deps: CompactionActivityDeps) {
       }
       const snapshot = await prunedSnapshot(db, ref.tenantId, record);
       await updateCompaction(db, ref.tenantId, ref.compactionId, { attempts: Context.current().info.attempt });
-      let body: string;
+      let gated: GatedSummary;
       try {
-        body = await summarizeWindow(summarizer, record, snapshot);
+        gated = await summarizeWindow(summarizer, record, snapshot);
       } catch (err) {
         // Why this attempt failed, for the operator (a provider's message names provider, model and status only).
         const message = err instanceof Error ? err.message : String(err);
         await updateCompaction(db, ref.tenantId, ref.compactionId, { error: toStorableText(message.slice(0, 2_000)) });
         throw err;
       }
+      // The quality gate's retention shares (issue #15 §3): on the compaction record and in /metrics.
+      deps.metrics?.summaryRetention.observe({ stage: 'before' }, gated.retentionBefore);
+      deps.metrics?.summaryRetention.observe({ stage: 'after' }, gated.retentionAfter);
       await updateCompaction(db, ref.tenantId, ref.compactionId, {
-        summary_body: body,
+        summary_body: gated.body,
         summary_backend: 'llm',
+        retention_before: gated.retentionBefore,
+        retention_after: gated.retentionAfter,
         failure_class: null,
         error: null,
       });

@@ -2,7 +2,12 @@
 // the replay of a compaction that used the fallback summary (SPEC §13.7).
 
 import { type Static, Type } from 'typebox';
-import { COMPACTION_STATUSES, COMPACTION_TRIGGERS, type StoredStats } from '../compaction.js';
+import {
+  COMPACTION_STATUSES,
+  COMPACTION_SUMMARY_BACKENDS,
+  COMPACTION_TRIGGERS,
+  type StoredStats,
+} from '../compaction.js';
 import type { ReplayResult as ReplayResultContract } from '../compactionActivities.js';
 import { type Assert, isoDateTime, MAX_OFFSET, nullable, openObject, type Same, stringEnum } from './common.js';
 
@@ -33,6 +38,21 @@ export const CompactionSummary = Type.Object({
   failureClass: nullable(Type.String()),
   error: nullable(Type.String()),
   attempts: Type.Integer(),
+  summaryBackend: nullable(
+    stringEnum(COMPACTION_SUMMARY_BACKENDS, {
+      description: 'Who wrote the committed summary: the LLM summariser, the extractive summariser, the §9.5 fallback',
+    }),
+  ),
+  retentionBefore: nullable(
+    Type.Number({
+      description:
+        "Quality gate of an LLM summary (issue #15 §3): share of the window's pinned identifiers and user " +
+        "constraints in the model's summary; null when no gate ran",
+    }),
+  ),
+  retentionAfter: nullable(
+    Type.Number({ description: 'The same share in the committed summary, after the re-prompt and the append' }),
+  ),
   stats: nullable(openObject<StoredStats>('SPEC §8.8 stats, with the commit and replay notes')),
   createdAt: isoDateTime,
   completedAt: nullable(isoDateTime),

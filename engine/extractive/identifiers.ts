@@ -23,18 +23,23 @@ const PATTERNS: readonly RegExp[] = [
 
 /** Identifiers in one text, in order of appearance (a match inside inline code counts once, as the code). */
 export function identifiersIn(text: string): string[] {
-  const found: { at: number; value: string }[] = [];
+  const found: { at: number; end: number; value: string }[] = [];
   for (const pattern of PATTERNS) {
     for (const match of text.matchAll(pattern)) {
       const value = (match[1] ?? match[0]).trim();
       if (value.length < 2 || value.length > 200) continue;
-      found.push({ at: match.index ?? 0, value });
+      const at = match.index ?? 0;
+      found.push({ at, end: at + match[0].length, value });
     }
   }
-  found.sort((a, b) => a.at - b.at || b.value.length - a.value.length);
+  found.sort((a, b) => a.at - b.at || b.end - a.end);
   const out: string[] = [];
   const seen = new Set<string>();
-  for (const { value } of found) {
+  let coveredUntil = -1;
+  for (const { end, value } of found) {
+    // A match inside a longer one (`module_0` in `src/module_0.ts`, a version inside a URL) is part of it.
+    if (end <= coveredUntil) continue;
+    coveredUntil = Math.max(coveredUntil, end);
     if (seen.has(value)) continue;
     seen.add(value);
     out.push(value);

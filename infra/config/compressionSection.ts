@@ -58,6 +58,7 @@ const HOST_POLICY_RULES: { [K in keyof HostPolicy]: FieldRule<HostPolicy[K]> } =
   fixedPointSimilarity: hostRule('fixedPointSimilarity', 'number in (0, 1]'),
   minGainTokens: hostRule('minGainTokens', 'integer ≥ 0'),
   summaryBackend: hostRule('summaryBackend', 'local or extractive'),
+  archivePointer: hostRule('archivePointer', 'boolean'),
 };
 
 const COMPRESSION_KEYS = Object.keys(COMPRESSION_RULES) as (keyof CompressionConfig)[];

@@ -1,7 +1,7 @@
 // Prometheus metrics (DESIGN.md §6 `/metrics`), one registry per process. Compaction counts and tokens saved are
 // read from PostgreSQL at scrape time (so they are right whichever process ran the compaction), from the totals a
 // trigger keeps per tenant, trigger and status (migrations/0005): a scrape reads a few rows, not every compaction.
-// Phase durations and search latency are measured where they happen.
+// Phase durations, search latency and the summary quality gate's retention are measured where they happen.
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
@@ -12,6 +12,8 @@ export interface Metrics {
   phaseDuration: Histogram<'activity' | 'outcome'>;
   searchDuration: Histogram<'path'>;
   httpRequests: Counter<'route' | 'status'>;
+  /** Issue #15 §3: share of a window's pinned identifiers and user constraints an LLM summary keeps. */
+  summaryRetention: Histogram<'stage'>;
 }
 
 export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?: boolean } = {}): Metrics {
@@ -35,6 +37,15 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     name: 'dctx_http_requests_total',
     help: 'HTTP requests by route and status code',
     labelNames: ['route', 'status'] as const,
+    registers: [registry],
+  });
+  const summaryRetention = new Histogram({
+    name: 'dctx_summary_retention_ratio',
+    help:
+      "Share of the window's pinned identifiers and user constraints kept by an LLM summary, before and after the " +
+      'quality gate (re-prompt, then deterministic append)',
+    labelNames: ['stage'] as const,
+    buckets: [0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1],
     registers: [registry],
   });
   const db = options.db;
@@ -66,7 +77,7 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     void compactions;
     void saved;
   }
-  return { registry, phaseDuration, searchDuration, httpRequests };
+  return { registry, phaseDuration, searchDuration, httpRequests, summaryRetention };
 }
 
 /** Wraps every activity so its duration lands in `dctx_activity_duration_seconds`. */

@@ -70,7 +70,14 @@ describe('conversation flow', () => {
 
     const listed = await call('GET', '/v1/compactions?status=committed', key);
     expect(listed.json.compactions.map((c: any) => c.id)).toEqual([compacted.json.compactionId]);
-    expect(listed.json.compactions[0]).toMatchObject({ conversationId: conv, trigger: 'manual', replayable: false });
+    expect(listed.json.compactions[0]).toMatchObject({
+      conversationId: conv,
+      trigger: 'manual',
+      replayable: false,
+      summaryBackend: 'extractive',
+      retentionBefore: null, // the quality gate is for LLM summaries (issue #15 §3)
+      retentionAfter: null,
+    });
     expect((await call('GET', '/v1/compactions?status=fallback', key)).json.compactions).toEqual([]);
     // Only a fallback summary is replayable (SPEC §13.7): refused before anything runs, nothing changes.
     const replay = await call('POST', `/v1/compactions/${compacted.json.compactionId}/replay`, key);

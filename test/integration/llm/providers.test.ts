@@ -38,7 +38,8 @@ let testDb: TestDatabase;
 let stack: TestStack;
 let openai: OpenAIFake;
 let anthropic: AnthropicFake;
-const SUMMARY = '## Goal\nFix the failing suite.\n## Progress\n### Done\n- read src/module_1.ts';
+// Keeps every path of the windows these tests compact: the quality gate (issue #15 §3) asks nothing again.
+const SUMMARY = `## Goal\nFix the failing suite.\n## Progress\n### Done\n${Array.from({ length: 8 }, (_, i) => `- read src/module_${i}.ts`).join('\n')}`;
 
 beforeAll(async () => {
   testDb = await createTestDatabase(inject('databaseUrl'));

@@ -20,7 +20,7 @@ import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ConversationClient } from '../../../clients/conversationClient.js';
-import type { ChatMessage } from '../../../engine/index.js';
+import { archivePointerLine, type ChatMessage } from '../../../engine/index.js';
 import { loadTranscript, selectWithState } from '../../../infra/db/messages.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
@@ -385,7 +385,10 @@ async function expectCompactedOnce(tenantId: string, sessionId: string, sent: Re
 
   const records = await compactionsOf(testDb.db, tenantId);
   expect(records.map((r) => r.status)).toEqual(['committed']);
-  expect(records[0]!.summary_body).toBe(FIXED_SUMMARY_BODY);
+  // The model's body, then what the quality gate appended (issue #15 §3), then the archive pointer (SPEC §19).
+  const body = records[0]!.summary_body ?? '';
+  expect(body.startsWith(FIXED_SUMMARY_BODY)).toBe(true);
+  expect(body.split('\n').at(-1)).toBe(archivePointerLine(records[0]!.conversation_id));
   const archived = rows.filter((r) => r.compacted).map((r) => Number(r.id));
   expect(archived).toEqual(records[0]!.compacted_row_ids.map(Number).sort((a, b) => a - b));
   expect(rows.filter((r) => r.compacted).every((r) => r.compaction_id === records[0]!.id)).toBe(true);
@@ -532,9 +535,10 @@ describe('SIGTERM to the standalone entry points', () => {
       second = await startWorker();
       const result = await compaction;
       expect(result).toMatchObject({ status: 'committed', trigger: 'manual', error: null });
-      // The summary was asked for once: the draining worker finished the activity and reported it; the next phase ran
-      // on the worker started afterwards.
-      expect(llm.received()).toBe(requestsBefore + 1);
+      // The summary was asked for once, plus the quality gate's one re-prompt (FIXED_SUMMARY_BODY keeps none of the
+      // window's paths, issue #15 §3), both in the one summarize activity: the draining worker finished it and
+      // reported it; the next phase ran on the worker started afterwards.
+      expect(llm.received()).toBe(requestsBefore + 2);
       const workers = await activityWorkers(compactionWorkflowId(tenant, before.sessionId, 1));
       const firstIdentity = `${first.child.pid}@${hostname()}`;
       const secondIdentity = `${second.child.pid}@${hostname()}`;

@@ -32,6 +32,7 @@ describe('parseOwnedConfig — strict config.yaml validation (SPEC §2.1–§2.3
         fixedPointSimilarity: 0.95,
         minGainTokens: 1,
         summaryBackend: 'local',
+        archivePointer: true,
       },
       auxiliary: { model: null, provider: 'auto', baseUrl: null, timeout: null },
       promptCaching: { cacheTtl: '5m' },
@@ -285,6 +286,7 @@ describe('SPEC §19 host policy keys of the compression section', () => {
         tenant_max_auto_per_hour: 40,
         min_gain_tokens: 500,
         summary_backend: 'extractive',
+        archive_pointer: false,
       },
     });
     expect(parsed.hostPolicy).toEqual({
@@ -294,6 +296,7 @@ describe('SPEC §19 host policy keys of the compression section', () => {
       fixedPointSimilarity: 0.95,
       minGainTokens: 500,
       summaryBackend: 'extractive',
+      archivePointer: false,
     });
     expect(parsed.compression.threshold).toBe(0.6);
     expect(Object.keys(parsed.compression)).toHaveLength(20);
@@ -312,6 +315,9 @@ describe('SPEC §19 host policy keys of the compression section', () => {
     );
     expect(configError(() => parseOwnedConfig({ compression: { min_gain_tokens: -1 } })).message).toBe(
       'Invalid configuration: compression.min_gain_tokens: expected integer ≥ 0, got -1',
+    );
+    expect(configError(() => parseOwnedConfig({ compression: { archive_pointer: 1 } })).message).toBe(
+      'Invalid configuration: compression.archive_pointer: expected boolean, got 1',
     );
     // anthropic_native (§19) is issue #13's: not accepted until it exists.
     expect(configError(() => parseOwnedConfig({ compression: { summary_backend: 'anthropic_native' } })).message).toBe(

@@ -180,24 +180,43 @@ describe('normalizeCompressionConfig — lenient programmatic rules (SPEC §2.1)
 describe('SPEC §19 host policy keys, programmatically', () => {
   it('normalizeHostPolicy is lenient: bad values take their default', () => {
     expect(
-      normalizeHostPolicy({ background: 'no', maxAutoPerHour: 'x', minGainTokens: 7, fixedPointSimilarity: 0 }),
+      normalizeHostPolicy({
+        background: 'no',
+        maxAutoPerHour: 'x',
+        minGainTokens: 7,
+        fixedPointSimilarity: 0,
+        summaryBackend: 'anthropic_native',
+        archivePointer: false,
+      }),
     ).toEqual({
       background: true,
       maxAutoPerHour: 6,
       tenantMaxAutoPerHour: null,
       fixedPointSimilarity: 0.95,
       minGainTokens: 7,
+      summaryBackend: 'local',
+      archivePointer: false,
     });
   });
 
   it('normalizeHostPolicy never throws and always yields a valid policy', () => {
-    const hostKeys = ['background', 'maxAutoPerHour', 'tenantMaxAutoPerHour', 'fixedPointSimilarity', 'minGainTokens'];
+    const hostKeys = [
+      'background',
+      'maxAutoPerHour',
+      'tenantMaxAutoPerHour',
+      'fixedPointSimilarity',
+      'minGainTokens',
+      'summaryBackend',
+      'archivePointer',
+    ];
     fc.assert(
       fc.property(fc.dictionary(fc.constantFrom(...hostKeys, 'other'), fc.anything()), (partial) => {
         const policy = normalizeHostPolicy(partial);
         expect(Object.keys(policy)).toEqual(hostKeys);
         expect(policy.fixedPointSimilarity > 0 && policy.fixedPointSimilarity <= 1).toBe(true);
         expect(Number.isInteger(policy.minGainTokens) && policy.minGainTokens >= 0).toBe(true);
+        expect(['local', 'extractive']).toContain(policy.summaryBackend);
+        expect(typeof policy.archivePointer).toBe('boolean');
         for (const limit of [policy.maxAutoPerHour, policy.tenantMaxAutoPerHour]) {
           expect(limit === null || (Number.isInteger(limit) && limit >= 1)).toBe(true);
         }
