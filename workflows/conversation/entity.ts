@@ -2,12 +2,11 @@
 // already committed to PostgreSQL when the workflow hears of them (a content-free StoredBatch); the workflow takes
 // the decisions: the post-response check (SPEC §7.6), gateway hygiene (SPEC §11), the preflight check, compactions
 // as child workflows, model switches (SPEC §4.6) and, in chat backend mode, the agent turn.
-import { condition, patched, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import { patched, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ConversationActivities } from '../../activities/conversation.js';
 import type { RespondActivities } from '../../activities/respond.js';
-import type { CompactionOutcome, CompactionTimeouts, CompactionTrigger } from '../../contracts/compaction.js';
+import type { CompactionTimeouts, CompactionTrigger } from '../../contracts/compaction.js';
 import type {
-  BackgroundCompaction,
   ChatTurnRequest,
   CompactionResult,
   ConversationStatus,
@@ -27,9 +26,10 @@ import {
 } from '../../engine/index.js';
 import { modelActivityOptions, storeActivityOptions } from '../activityOptions.js';
 import { CompactionCount, ContextTokens, ConversationId, Model, SessionId, TenantId } from '../searchAttributes.js';
+import { BackgroundCompactions } from './background.js';
 import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './brakes.js';
 import { accountCacheUsage } from './cacheTelemetry.js';
-import { type CompactionOptions, runCompaction, settleCompaction, startCompaction } from './compact.js';
+import { type CompactionOptions, runCompaction } from './compact.js';
 import { absorbTotals, buildStatus, type CarriedState, contextTokens, detailsText, markApplied } from './state.js';
 import { resolveWindow } from './window.js';
 
@@ -46,15 +46,10 @@ const neverSummarize = async (): Promise<string> => {
 
 type AutoTrigger = Extract<CompactionTrigger, 'preflight' | 'post_response' | 'hygiene'>;
 
-/** The automatic compaction running in the background, and its outcome once the child has finished. */
-interface RunningCompaction {
-  info: BackgroundCompaction;
-  outcome: CompactionOutcome | null;
-}
-
 export class ConversationEntity {
   engine: ContextCompressor;
-  private running: RunningCompaction | null = null;
+  /** The automatic compaction running in the background (SPEC §19 `background`). */
+  readonly background = new BackgroundCompactions(this);
 
   constructor(
     readonly ids: { tenantId: string; conversationId: string; source: string },
@@ -98,7 +93,7 @@ export class ConversationEntity {
     return buildStatus(this.ids, this.state, this.engine, {
       pendingItems: this.options.pendingItems(),
       recentAuto,
-      compacting: this.running ? { ...this.running.info } : null,
+      compacting: this.background.info,
     });
   }
 
@@ -156,56 +151,8 @@ export class ConversationEntity {
    * still running is settled first: one compaction at a time, and the blocking one works on its result.
    */
   async compact(trigger: CompactionTrigger, options: CompactionOptions = {}): Promise<CompactionResult> {
-    await this.awaitBackground();
+    await this.background.wait();
     return runCompaction(this, trigger, options);
-  }
-
-  /** True while an automatic compaction runs in the background (continue-as-new waits for it). */
-  get compacting(): boolean {
-    return this.running !== null;
-  }
-
-  /** True when the background compaction has finished and its outcome waits to be applied. */
-  get backgroundFinished(): boolean {
-    return this.running?.outcome != null;
-  }
-
-  /** Applies the finished background compaction's outcome (the main loop calls it as soon as it is there). */
-  settleBackground(): CompactionResult | null {
-    const running = this.running;
-    if (!running?.outcome) return null;
-    this.running = null;
-    return settleCompaction(this, running.info, running.outcome, { background: true });
-  }
-
-  /** Waits for the background compaction, if one runs, and applies its outcome. */
-  async awaitBackground(): Promise<CompactionResult | null> {
-    if (!this.running) return null;
-    await condition(() => this.backgroundFinished);
-    return this.settleBackground();
-  }
-
-  /**
-   * Starts an automatic compaction in the background (SPEC §19 `background`): the conversation keeps accepting
-   * messages and running turns; the commit keeps everything appended since, in order (infra/db/compactionCommit).
-   */
-  private async startBackground(trigger: Exclude<AutoTrigger, 'hygiene'>): Promise<void> {
-    const started = await startCompaction(this, trigger);
-    // SPEC §7.6: after an automatic attempt the next request goes out as is; at most one between two model calls.
-    this.state.autoSinceModelCall = true;
-    const running: RunningCompaction = {
-      info: {
-        compactionId: started.input.compactionId,
-        seq: started.input.seq,
-        trigger,
-        startedAt: new Date(Date.now()).toISOString(),
-      },
-      outcome: null,
-    };
-    this.running = running;
-    void started.outcome.then((outcome) => {
-      running.outcome = outcome;
-    });
   }
 
   /** The brakes of SPEC §7.6 and §19 on an in-loop compaction; sets (and announces once) the pause. */
@@ -232,13 +179,13 @@ export class ConversationEntity {
   /** An automatic in-loop compaction (SPEC §7.6), unless a brake holds: at most one between two model calls. */
   private async maybeCompact(trigger: Exclude<AutoTrigger, 'hygiene'>, tokens?: number) {
     const { state, engine } = this;
-    if (!state.config.enabled || state.autoSinceModelCall || this.running) return null;
+    if (!state.config.enabled || state.autoSinceModelCall || this.background.active) return null;
     const wouldRun = (tokens ?? engine.exportState().lastPromptTokens) >= engine.thresholdTokens;
     if (!wouldRun || engine.blockingReason() !== null || (await this.inLoopPaused())) return null;
     if (!engine.shouldCompress(tokens)) return null;
     // Histories recorded before background compaction existed replay the blocking path (the patch marker is absent).
     if (!state.host.background || !patched(BACKGROUND_COMPACTION_PATCH)) return this.compact(trigger);
-    await this.startBackground(trigger);
+    await this.background.start(trigger);
     return null;
   }
 
@@ -247,12 +194,12 @@ export class ConversationEntity {
     const { state } = this;
     // A background compaction counts as the automatic attempt since the last model call, but while it runs the
     // safety net still looks: above 85 % the turn waits for it (issue #11 §4).
-    if (!state.config.enabled || (state.autoSinceModelCall && !this.running)) return null;
+    if (!state.config.enabled || (state.autoSinceModelCall && !this.background.active)) return null;
     if (state.hygieneCooldownUntil !== null && Date.now() < state.hygieneCooldownUntil) return null;
     let decision = this.hygieneDecision(incoming);
     if (!decision.run) return null;
-    if (this.running) {
-      const settled = await this.awaitBackground();
+    if (this.background.active) {
+      const settled = await this.background.wait();
       decision = this.hygieneDecision(incoming);
       if (!decision.run || state.autoSinceModelCall) return settled;
     }

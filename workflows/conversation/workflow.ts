@@ -127,11 +127,14 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   const live = entity;
   for (;;) {
     await condition(
-      () => queue.length > 0 || live.backgroundFinished || (workflowInfo().continueAsNewSuggested && !live.compacting),
+      () =>
+        queue.length > 0 ||
+        live.background.finished ||
+        (workflowInfo().continueAsNewSuggested && !live.background.active),
     );
-    if (entity.backgroundFinished) {
+    if (entity.background.finished) {
       // A background compaction finished (SPEC §19 `background`): its outcome is applied before the next item.
-      entity.settleBackground();
+      entity.background.settle();
       await entity.publish();
       continue;
     }
@@ -140,7 +143,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       // Continue-as-new is suggested and the queue is drained: let running handlers finish, then re-check (a
       // signal may have arrived meanwhile; it is processed before the hand-over, never lost).
       await condition(allHandlersFinished);
-      if (queue.length > 0 || entity.compacting) continue;
+      if (queue.length > 0 || entity.background.active) continue;
       break;
     }
     if (item.kind === 'batch' && patched(COALESCE_PATCH)) {
@@ -154,10 +157,10 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       await run(entity, item);
     }
     const { batches } = entity.state;
-    if (queue.length === 0 && batches.latestSeq > batches.appliedSeq && !entity.backgroundFinished) {
+    if (queue.length === 0 && batches.latestSeq > batches.appliedSeq && !entity.background.finished) {
       // A batch is known to exist but its notification is missing: wait a little, then count it as applied (its
       // rows are in the log and in every later compaction; only the decisions of its own notification are lost).
-      if (!(await condition(() => queue.length > 0 || live.backgroundFinished, gapWaitMs))) {
+      if (!(await condition(() => queue.length > 0 || live.background.finished, gapWaitMs))) {
         skipGaps(batches);
         await entity.publish();
       }

@@ -1,0 +1,65 @@
+// The automatic compaction of a conversation that runs in the background (SPEC §19 `background`, DESIGN.md §3): at
+// most one at a time; started by the in-loop check, its outcome applied by the main loop as soon as the child has
+// finished, or waited for by what must block (hygiene above 85 %, a manual compaction, continue-as-new).
+import { condition } from '@temporalio/workflow';
+import type { CompactionOutcome, CompactionTrigger } from '../../contracts/compaction.js';
+import type { BackgroundCompaction, CompactionResult } from '../../contracts/conversation.js';
+import { type CompactingConversation, settleCompaction, startCompaction } from './compact.js';
+
+export class BackgroundCompactions {
+  private running: { info: BackgroundCompaction; outcome: CompactionOutcome | null } | null = null;
+
+  constructor(private readonly conversation: CompactingConversation) {}
+
+  /** The running compaction, for the status; null when none runs. */
+  get info(): BackgroundCompaction | null {
+    return this.running ? { ...this.running.info } : null;
+  }
+
+  get active(): boolean {
+    return this.running !== null;
+  }
+
+  /** True when the child has finished and its outcome waits to be applied. */
+  get finished(): boolean {
+    return this.running?.outcome != null;
+  }
+
+  /**
+   * Starts the child and returns once the server has started it: the conversation keeps accepting messages and
+   * running turns; the commit keeps everything appended since, in order (infra/db/compactionCommit).
+   */
+  async start(trigger: Exclude<CompactionTrigger, 'hygiene' | 'manual'>): Promise<void> {
+    const started = await startCompaction(this.conversation, trigger);
+    // SPEC §7.6: after an automatic attempt the next request goes out as is; at most one between two model calls.
+    this.conversation.state.autoSinceModelCall = true;
+    const running = {
+      info: {
+        compactionId: started.input.compactionId,
+        seq: started.input.seq,
+        trigger,
+        startedAt: new Date(Date.now()).toISOString(),
+      },
+      outcome: null as CompactionOutcome | null,
+    };
+    this.running = running;
+    void started.outcome.then((outcome) => {
+      running.outcome = outcome;
+    });
+  }
+
+  /** Applies the finished compaction's outcome; null when none has finished. */
+  settle(): CompactionResult | null {
+    const running = this.running;
+    if (!running?.outcome) return null;
+    this.running = null;
+    return settleCompaction(this.conversation, running.info, running.outcome, { background: true });
+  }
+
+  /** Waits for the running compaction, if any, and applies its outcome. */
+  async wait(): Promise<CompactionResult | null> {
+    if (!this.running) return null;
+    await condition(() => this.finished);
+    return this.settle();
+  }
+}
