@@ -2,36 +2,81 @@
 // numbers with units, amounts, dates, versions and ids — ranked by how often they occur, then by first appearance,
 // and deduplicated. The quality gate of LLM summaries checks the same list (activities/compaction/summaryGate.ts).
 
-const PATTERNS: readonly RegExp[] = [
-  /\bhttps?:\/\/[^\s<>"'`)\]]+[^\s<>"'`)\].,;:!?]/g,
-  /`([^`\n]{1,200})`/g,
-  /(?:~|\.{1,2})?\/?(?:[\w.@-]+\/)+[\w.@-]*[\w@-]/g,
-  /\b[\w-]+\.(?:ts|tsx|js|jsx|mjs|cjs|json|py|md|ya?ml|toml|go|rs|java|kt|c|h|cc|cpp|sql|sh|txt|css|scss|html|lock|cfg|ini|env|xml|csv|log)\b/g,
-  /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi,
-  /\b(?:HTTP|status)\s?[1-5]\d\d\b/gi,
-  /\bE[A-Z]{3,}\b/g,
-  /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g,
-  /\b[A-Z]{1,5}-?\d{2,6}\b/g,
-  /\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/g,
-  /(?<![\w-])--[a-z][\w-]+/g,
-  /\bv?\d+\.\d+(?:\.\d+)+(?:-[\w.]+)?\b|\bv\d+(?:\.\d+)?\b/g,
-  /\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b/g,
-  /[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|M|bn))?/g,
-  /\b\d+(?:[.,]\d+)?\s?(?:ms|µs|ns|s|sec|seconds?|minutes?|min|hours?|h|days?|KB|MB|GB|TB|KiB|MiB|GiB|kB|px|tokens|req\/s|rps|qps|%|x)(?![\w])/g,
-  /\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b/g,
+/** A text the patterns are run on, with the cheap facts that let a pattern that cannot match be skipped. */
+interface Scanned {
+  text: string;
+  digit: boolean;
+}
+
+type Pattern = { regex: RegExp; can: (s: Scanned) => boolean };
+
+const has =
+  (needle: string) =>
+  (s: Scanned): boolean =>
+    s.text.includes(needle);
+const digit = (s: Scanned): boolean => s.digit;
+
+// Each pattern once, with what a text must contain for it to match (issue #15 §2: ≤ 5 ms for 1,000 messages).
+const PATTERNS: readonly Pattern[] = [
+  { regex: /\bhttps?:\/\/[^\s<>"'`)\]]+[^\s<>"'`)\].,;:!?]/g, can: has('://') },
+  { regex: /`([^`\n]{1,200})`/g, can: has('`') },
+  { regex: /(?<![\w.@~-])(?:~|\.{1,2})?\/?(?:[\w.@-]+\/)+[\w.@-]*[\w@-]/g, can: has('/') },
+  {
+    regex:
+      /\b[\w-]+\.(?:ts|tsx|js|jsx|mjs|cjs|json|py|md|ya?ml|toml|go|rs|java|kt|c|h|cc|cpp|sql|sh|txt|css|scss|html|lock|cfg|ini|env|xml|csv|log)\b/g,
+    can: has('.'),
+  },
+  { regex: /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, can: (s) => s.digit && has('-')(s) },
+  { regex: /\b(?:HTTP|status)\s?[1-5]\d\d\b/gi, can: digit },
+  { regex: /\bE[A-Z]{3,}\b/g, can: has('E') },
+  { regex: /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g, can: has('_') },
+  { regex: /\b[A-Z]{1,5}-?\d{2,6}\b/g, can: digit },
+  { regex: /\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b/g, can: has('_') },
+  { regex: /(?<![\w-])--[a-z][\w-]+/g, can: has('--') },
+  { regex: /\bv?\d+\.\d+(?:\.\d+)+(?:-[\w.]+)?\b|\bv\d+(?:\.\d+)?\b/g, can: digit },
+  { regex: /\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b/g, can: (s) => s.digit && has('-')(s) },
+  { regex: /[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|M|bn))?/g, can: (s) => s.digit && /[$€£¥]/.test(s.text) },
+  {
+    regex:
+      /\b\d+(?:[.,]\d+)?\s?(?:ms|µs|ns|s|sec|seconds?|minutes?|min|hours?|h|days?|KB|MB|GB|TB|KiB|MiB|GiB|kB|px|tokens|req\/s|rps|qps|%|x)(?![\w])/g,
+    can: digit,
+  },
+  { regex: /\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b/g, can: digit },
 ];
+
+interface Found {
+  at: number;
+  end: number;
+  value: string;
+}
+
+/** Every match of every pattern that can match, or only the first one (`first`). */
+function scan(text: string, first: boolean): Found[] {
+  const scanned: Scanned = { text, digit: /\d/.test(text) };
+  const found: Found[] = [];
+  for (const { regex, can } of PATTERNS) {
+    if (!can(scanned)) continue;
+    // exec on the shared global regex (matchAll would clone it on every call).
+    regex.lastIndex = 0;
+    for (let match = regex.exec(text); match !== null; match = regex.exec(text)) {
+      if (match[0].length === 0) regex.lastIndex++;
+      const value = (match[1] ?? match[0]).trim();
+      if (value.length < 2 || value.length > 200) continue;
+      found.push({ at: match.index, end: match.index + match[0].length, value });
+      if (first) return found;
+    }
+  }
+  return found;
+}
+
+/** Whether a text holds at least one identifier (`identifiersIn(text).length > 0`, without listing them). */
+export function hasIdentifier(text: string): boolean {
+  return scan(text, true).length > 0;
+}
 
 /** Identifiers in one text, in order of appearance (a match inside inline code counts once, as the code). */
 export function identifiersIn(text: string): string[] {
-  const found: { at: number; end: number; value: string }[] = [];
-  for (const pattern of PATTERNS) {
-    for (const match of text.matchAll(pattern)) {
-      const value = (match[1] ?? match[0]).trim();
-      if (value.length < 2 || value.length > 200) continue;
-      const at = match.index ?? 0;
-      found.push({ at, end: at + match[0].length, value });
-    }
-  }
+  const found = scan(text, false);
   found.sort((a, b) => a.at - b.at || b.end - a.end);
   const out: string[] = [];
   const seen = new Set<string>();

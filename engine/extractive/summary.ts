@@ -9,7 +9,7 @@ import { classifyWindow } from '../summaryPrompt.js';
 import { collapseWhitespace, cutWithSuffix } from '../text.js';
 import { estimateTokensRough } from '../tokens.js';
 import type { ChatMessage, ToolCall } from '../types.js';
-import { IdentifierRanking, identifiersIn } from './identifiers.js';
+import { hasIdentifier, IdentifierRanking } from './identifiers.js';
 import { emptySections, parseSections, renderSections, type SummarySections } from './sections.js';
 import {
   contentTokens,
@@ -119,7 +119,7 @@ const DROP_WORDS = new Set(
 
 /** A dropping clause that names what is dropped ("Forget the Redis cache"), not just "scratch that". */
 function namesSomething(clause: string): boolean {
-  return contentTokens(clause).some((t) => !DROP_WORDS.has(t)) || identifiersIn(clause).length > 0;
+  return contentTokens(clause).some((t) => !DROP_WORDS.has(t)) || hasIdentifier(clause);
 }
 
 /** Classifies a user message's sentences; decisions are applied in order (an override supersedes earlier ones). */
@@ -156,7 +156,7 @@ function readUserMessage(text: string, message: number, state: WindowState, out:
       }
     }
     if (decisionHere || isOverride(sentence)) continue;
-    if (isAside(sentence) && identifiersIn(sentence).length === 0) continue;
+    if (isAside(sentence) && !hasIdentifier(sentence)) continue;
     out.push({ text: sentence, kind: isQuestionOrRequest(sentence) ? 'request' : 'statement', message });
   }
   if (decided.length > 0 && overrides) {
@@ -173,7 +173,7 @@ function readUserMessage(text: string, message: number, state: WindowState, out:
 function readAssistantMessage(row: ChatMessage, state: WindowState, toolNames: Map<string, string>): void {
   for (const sentence of splitSentences(contentText(row.content))) {
     if (ERROR_PATTERN.test(sentence) && !isFix(sentence)) state.lists.blocked.push(sentence);
-    else if (isWorkReport(sentence) || identifiersIn(sentence).length > 0) state.lists.done.push(sentence);
+    else if (isWorkReport(sentence) || hasIdentifier(sentence)) state.lists.done.push(sentence);
   }
   if (!hasToolCalls(row)) return;
   for (const call of row.tool_calls as ToolCall[]) {
@@ -247,7 +247,7 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
   }
   for (const g of [...state.lists.goal.items, ...state.decisions.items, ...state.superseded.items]) addVocabulary(g);
   const onTopic = (t: string) =>
-    vocabulary.size === 0 || identifiersIn(t).length > 0 || contentTokens(t).some((tok) => vocabulary.has(tok));
+    vocabulary.size === 0 || hasIdentifier(t) || contentTokens(t).some((tok) => vocabulary.has(tok));
   for (const u of userSentences) {
     if (u.kind === 'constraint') state.lists.constraints.push(u.text);
     if (u.kind !== 'statement' && u.kind !== 'request') continue;
