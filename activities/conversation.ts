@@ -17,7 +17,6 @@ import {
 } from '../engine/index.js';
 import { resolveTenantCompressionConfig, resolveTenantHostPolicy } from '../infra/config/tenantPolicy.js';
 import { createConversation, type LogTotals, recordApplied, totalsOf } from '../infra/db/conversations.js';
-import { selectPreviousSummary } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
 import { withTenant } from '../infra/db/tenant.js';
 import { claimTenantMarker, getTenantPolicy } from '../infra/db/tenants.js';
@@ -53,8 +52,6 @@ export interface TenantConfig {
 export interface OpenConversationResult extends TenantConfig {
   sessionId: string;
   cacheTtl: CacheTtl | null;
-  /** SPEC §13.4: summary_body of the newest active row that has one. */
-  previousSummary: string | null;
   totals: LogTotals;
   appliedSeq: number;
   /** The highest compaction number of the current session (child workflow ids continue after it). */
@@ -95,12 +92,11 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
       });
       const sessionId = conversation.current_session_id;
       const found = await withTenant(db, input.tenantId, async (tx) => {
-        const previousSummary = await selectPreviousSummary(tx, input.tenantId, sessionId);
         const seq = await sql<{ n: number | null }>`
           SELECT max(seq) AS n FROM compactions WHERE tenant_id = ${input.tenantId} AND session_id = ${sessionId}`.execute(
           tx,
         );
-        return { previousSummary, compactionSeq: Number(seq.rows[0]?.n ?? 0) };
+        return { compactionSeq: Number(seq.rows[0]?.n ?? 0) };
       });
       return {
         ...config,

@@ -52,7 +52,8 @@ export interface CompactionInput {
   inPlace: boolean;
   newSessionId: string | null;
   focusTopic: string | null;
-  previousSummary: string | null;
+  /** Only in histories recorded before the claim check (BeginCompactionInput): new compactions leave it out. */
+  previousSummary?: string | null;
   /** False while the summary cooldown is active and the compaction is not forced (SPEC §9.3: class cooldown). */
   summaryAllowed: boolean;
   abortOnSummaryFailure: boolean;
@@ -82,7 +83,6 @@ export interface CompactionOutcome {
   status: CompactionStatus;
   noopReason: string | null;
   sessionId: string;
-  summaryBody: string | null;
   fallbackUsed: boolean;
   summarizerCalled: boolean;
   failureClass: SummaryFailureClass | null;
@@ -101,7 +101,6 @@ export function failedCompaction(compactionId: string, sessionId: string, error:
     status: 'failed',
     noopReason: null,
     sessionId,
-    summaryBody: null,
     fallbackUsed: false,
     summarizerCalled: false,
     failureClass: null,

@@ -8,6 +8,14 @@ import {
   type StoredCompactionTrigger,
 } from './compaction.js';
 
+/**
+ * Stats as they travel through Temporal: without the summary text (SPEC §8.8 `summary`), which stays in the
+ * compactions row (claim check, DESIGN.md §3); the gateway reads it from there for its answers.
+ */
+export function contentFreeStats(stats: CompressionStats): CompressionStats {
+  return { ...stats, summary: null };
+}
+
 export interface CompactionRef {
   tenantId: string;
   compactionId: string;
@@ -20,7 +28,11 @@ export interface BeginCompactionInput extends CompactionRef {
   trigger: StoredCompactionTrigger;
   inPlace: boolean;
   focusTopic: string | null;
-  previousSummary: string | null;
+  /**
+   * Only in histories recorded before the claim check; new compactions leave it out and the record takes the
+   * previous summary from the log (SPEC §13.4), so no summary travels through Temporal (DESIGN.md §3).
+   */
+  previousSummary?: string | null;
 }
 
 export interface AlignInput extends CompactionRef {
@@ -58,7 +70,6 @@ export interface ReassembleInput extends CompactionRef {
 export interface ReassembleResult {
   status: 'committed' | 'fallback' | 'rejected';
   sessionId: string;
-  summaryBody: string | null;
   stats: CompressionStats;
   /** The conversation's totals after the commit (null when nothing was committed, or without a record). */
   totals: CommittedTotals | null;
@@ -107,6 +118,7 @@ export interface ReplayResult {
   compactionId: string;
   status: 'replaced' | 'recorded' | 'failed';
   reason: string | null;
+  /** The replayed summary: null in the workflow's result (claim check); the gateway reads it from the store. */
   summaryBody: string | null;
   error: string | null;
 }

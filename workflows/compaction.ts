@@ -120,7 +120,6 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
     Object.assign(outcome, {
       status: result.status,
       sessionId: result.sessionId,
-      summaryBody: result.summaryBody,
       fallbackUsed: result.status === 'fallback',
       stats: result.stats,
       totals: result.totals,

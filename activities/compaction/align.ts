@@ -8,7 +8,8 @@ import {
   unchangedStats,
 } from '../../engine/index.js';
 import { type CompactionPatch, createCompactionRecord, updateCompaction } from '../../infra/db/compactions.js';
-import { loadTranscript } from '../../infra/db/messages.js';
+import { loadTranscript, selectPreviousSummary } from '../../infra/db/messages.js';
+import { withTenant } from '../../infra/db/tenant.js';
 import { type CompactionActivityDeps, requireRecord } from './record.js';
 
 export function createAlignActivities({ db }: Pick<CompactionActivityDeps, 'db'>) {
@@ -23,7 +24,10 @@ export function createAlignActivities({ db }: Pick<CompactionActivityDeps, 'db'>
         trigger: input.trigger,
         inPlace: input.inPlace,
         focusTopic: input.focusTopic,
-        previousSummary: input.previousSummary,
+        previousSummary:
+          input.previousSummary !== undefined
+            ? input.previousSummary
+            : await withTenant(db, input.tenantId, (tx) => selectPreviousSummary(tx, input.tenantId, input.sessionId)),
       });
     },
 

@@ -1,7 +1,12 @@
 // Phase 4 (S7–S8, SPEC §8.6) and the commit of SPEC §13.2 / §13.3 in one transaction, idempotent by compaction id;
 // and the record of a compaction that ended without a commit (abort, failure after retries).
 import type { StoredStats } from '../../contracts/compaction.js';
-import type { CompactionEnd, ReassembleInput, ReassembleResult } from '../../contracts/compactionActivities.js';
+import {
+  type CompactionEnd,
+  contentFreeStats,
+  type ReassembleInput,
+  type ReassembleResult,
+} from '../../contracts/compactionActivities.js';
 import { toStorableText } from '../../contracts/storableText.js';
 import {
   buildFallbackSummary,
@@ -39,8 +44,7 @@ function committedResult(record: CompactionRow): ReassembleResult | null {
   return {
     status: record.status,
     sessionId: record.new_session_id ?? record.session_id,
-    summaryBody: record.summary_body,
-    stats,
+    stats: contentFreeStats(stats),
     totals: null,
     similarity: bodySimilarity(record.previous_summary, record.summary_body),
   };
@@ -89,7 +93,13 @@ export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'd
           failure_class: failureClass,
           completed_at: new Date(),
         });
-        return { status: 'rejected', sessionId: record.session_id, summaryBody: null, stats, totals: null, similarity };
+        return {
+          status: 'rejected',
+          sessionId: record.session_id,
+          stats: contentFreeStats(stats),
+          totals: null,
+          similarity,
+        };
       }
       const summaryIndex = findSummaryIndex(output, summaryBody);
       if (failureClass !== null) {
@@ -120,8 +130,7 @@ export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'd
       return {
         status: fallbackUsed ? 'fallback' : 'committed',
         sessionId: committed.sessionId,
-        summaryBody,
-        stats,
+        stats: contentFreeStats(stats),
         totals: committed.totals,
         similarity,
       };

@@ -32,9 +32,20 @@ async function replayable(db: Kysely<Database>, ref: CompactionRef) {
   return record;
 }
 
+/** The replay already applied to this record (an earlier attempt of replaySummary), as its result; else null. */
+function earlierReplay(record: {
+  stats: unknown;
+  replayable: boolean;
+  conversation_id: string;
+}): ApplyReplayResult | null {
+  const note = (record.stats as { replay?: { applied?: boolean; reason?: string } } | null)?.replay;
+  if (record.replayable || !note) return null;
+  return { applied: note.applied === true, reason: note.reason ?? null, conversationId: record.conversation_id };
+}
+
 export function createReplayActivities(deps: CompactionActivityDeps) {
   const { db } = deps;
-  return {
+  const activities = {
     async describeReplay(ref: CompactionRef): Promise<ReplayTarget> {
       const record = await replayable(db, ref);
       return { conversationId: record.conversation_id, sessionId: record.session_id, status: record.status };
@@ -63,7 +74,20 @@ export function createReplayActivities(deps: CompactionActivityDeps) {
       });
       return { applied: result.applied, reason: result.reason ?? null, conversationId: record.conversation_id };
     },
+
+    /**
+     * Summarises the stored window again and applies the new summary in one step, so that the body goes from the
+     * summariser to PostgreSQL and never through Temporal (claim check, DESIGN.md §3). A retry after the apply finds
+     * the replay recorded and reports it without a second summary.
+     */
+    async replaySummary(ref: CompactionRef): Promise<ApplyReplayResult> {
+      const earlier = earlierReplay(await requireRecord(db, ref));
+      if (earlier) return earlier;
+      const summaryBody = await activities.replaySummarize(ref);
+      return activities.applyReplay({ ...ref, summaryBody });
+    },
   };
+  return activities;
 }
 
 export type ReplayActivities = ReturnType<typeof createReplayActivities>;

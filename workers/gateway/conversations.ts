@@ -21,6 +21,7 @@ import type {
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import { type ChatMessage, resolveUsableContextLength } from '../../engine/index.js';
+import { getCompaction } from '../../infra/db/compactions.js';
 import { appendToConversation } from '../../infra/db/conversationAppend.js';
 import { createConversation, getConversation, waitApplied } from '../../infra/db/conversations.js';
 import { loadRowsByIds } from '../../infra/db/messages.js';
@@ -237,9 +238,14 @@ export class Conversations {
     return { ...turn, reply: reply.message, toolCalls: reply.message.tool_calls ?? [] };
   }
 
+  /** A manual compaction; the summary text of its stats comes from the store (it never travels through Temporal). */
   async compact(tenantId: string, conversationId: string, request: CompactRequest = {}): Promise<CompactionResult> {
     await this.require(tenantId, conversationId);
-    return this.temporal.compact(tenantId, conversationId, request);
+    const result = await this.temporal.compact(tenantId, conversationId, request);
+    if (!result.stats || result.stats.summary !== null) return result;
+    const stored = (await getCompaction(this.db, tenantId, result.compactionId))?.stats as { summary?: unknown } | null;
+    const summary = typeof stored?.summary === 'string' ? stored.summary : null;
+    return { ...result, stats: { ...result.stats, summary } };
   }
 
   async switchModel(
@@ -251,8 +257,13 @@ export class Conversations {
     return this.temporal.switchModel(tenantId, conversationId, request);
   }
 
-  replayCompaction(tenantId: string, compactionId: string): Promise<ReplayResult> {
-    return this.temporal.replayCompaction(tenantId, compactionId);
+  /** Replays a compaction (SPEC §13.7); the new summary comes from the store, never through Temporal. */
+  async replayCompaction(tenantId: string, compactionId: string): Promise<ReplayResult> {
+    const result = await this.temporal.replayCompaction(tenantId, compactionId);
+    if (result.status === 'failed' || result.summaryBody !== null) return result;
+    const record = await getCompaction(this.db, tenantId, compactionId);
+    const note = (record?.stats as { replay?: { summaryBody?: unknown } } | null)?.replay;
+    return { ...result, summaryBody: typeof note?.summaryBody === 'string' ? note.summaryBody : null };
   }
 }
 

@@ -61,7 +61,6 @@ function childInputOf(
     inPlace,
     newSessionId: inPlace ? null : newSessionId(Date.now(), uuid4().replace(/-/g, '')),
     focusTopic: options.focusTopic ?? null,
-    previousSummary: engine.exportState().previousSummary,
     summaryAllowed: !engine.summaryCooldownActive(),
     abortOnSummaryFailure: state.config.abortOnSummaryFailure,
     // SPEC §19 minimum gain for automatic compactions (hygiene: at least 1, §11.3); a manual one always commits.

@@ -141,11 +141,6 @@ export class ConversationEntity {
     }
   }
 
-  /** A replayed summary became live (SPEC §13.7): only the compaction still in the transcript may set it. */
-  summaryReplaced(compactionId: string, summaryBody: string): void {
-    if (compactionId === this.state.lastCommittedCompactionId) this.engine.previousSummary = summaryBody;
-  }
-
   /**
    * Runs one blocking compaction (a child workflow) and applies its outcome (compact.ts). A background compaction
    * still running is settled first: one compaction at a time, and the blocking one works on its result.

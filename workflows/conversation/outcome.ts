@@ -22,7 +22,8 @@ export function applyOutcome(
     case 'committed':
     case 'fallback':
       engine.recordCompaction({
-        summaryBody: outcome.summaryBody ?? '',
+        // The body stays in PostgreSQL (claim check, DESIGN.md §3): the next compaction reads it from the log.
+        summaryBody: '',
         fallbackUsed: outcome.status === 'fallback',
         summarizerCalled: outcome.summarizerCalled,
         stats: outcome.stats ?? undefined,

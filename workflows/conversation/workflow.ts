@@ -76,9 +76,8 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     if (problem) notice(`Ignored a malformed batch notification: ${problem}`);
     else queue.push({ kind: 'batch', batch });
   });
-  setHandler(summaryReplacedSignal, ({ compactionId, summaryBody }) =>
-    entity?.summaryReplaced(compactionId, summaryBody),
-  );
+  // Sent by replays recorded before the claim check; the next compaction reads the replayed summary from the log.
+  setHandler(summaryReplacedSignal, () => undefined);
   setHandler(chatTurnUpdate, (request) => enqueue<TurnResult>((done) => ({ kind: 'chat', request, done })), {
     validator: (request) => {
       if (typeof request?.turnId !== 'string' || request.turnId === '') throw new Error('turnId is required');
@@ -226,7 +225,7 @@ async function openState(input: ConversationInput): Promise<CarriedState> {
     host: normalizeHostPolicy(opened.host ?? DEFAULT_HOST_POLICY),
     policyVersion: opened.policyVersion,
     cacheTtl: opened.cacheTtl,
-    compressor: normalizeCompressorState({ previousSummary: opened.previousSummary }),
+    compressor: normalizeCompressorState({}),
     compactionSeq: opened.compactionSeq,
     turnSeq: 0,
     version: opened.totals.version,

@@ -5,11 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { type ChatMessage, SUMMARY_PREFIX } from '../../../engine/index.js';
-import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { createMetrics, type Metrics } from '../../../infra/metrics/registry.js';
-import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
+import { fakeOpenAIProvider } from '../../support/fakes/openaiProvider.js';
 import { refusalReply, reply, serverError } from '../../support/fakes/script.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
@@ -23,15 +22,7 @@ let metrics: Metrics;
 beforeAll(async () => {
   testDb = await createTestDatabase(inject('databaseUrl'));
   openai = await startOpenAIFake();
-  const config = parseConfigText(
-    [
-      'model: { default: gpt-test, provider: openai }',
-      'providers:',
-      `  openai: { base_url: "${openai.origin}/v1", api_key_env: FAKE_OPENAI_KEY, models: [gpt-test] }`,
-      'auxiliary: { compression: { timeout: 5 } }',
-    ].join('\n'),
-  );
-  const llm = llmDepsFromConfig(config, { FAKE_OPENAI_KEY: 'sk-openai' }, () => undefined);
+  const { llm } = fakeOpenAIProvider(openai, ['auxiliary: { compression: { timeout: 5 } }']);
   metrics = createMetrics({ defaultMetrics: false });
   stack = await createTestStack({ db: testDb.db, activityDeps: llm, metrics });
 });

@@ -12,10 +12,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { TemporalUnavailableError } from '../../../clients/conversationClient.js';
 import type { SubmitMessages } from '../../../contracts/conversation.js';
 import type { ChatMessage, Summarizer } from '../../../engine/index.js';
-import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { withTenant } from '../../../infra/db/tenant.js';
-import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
+import { fakeOpenAIProvider } from '../../support/fakes/openaiProvider.js';
 import { reply } from '../../support/fakes/script.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { startWorkerProcess, type WorkerProcess } from '../../support/harness/spawnWorker.js';
@@ -54,18 +53,14 @@ let stack: TestStack;
 let openai: OpenAIFake;
 let bundleDir: string;
 let CONFIG_YAML: string;
-const KEYS = { FAKE_OPENAI_KEY: 'sk-test' };
 
 beforeAll(async () => {
   testDb = await createTestDatabase(inject('databaseUrl'));
   openai = await startOpenAIFake();
-  CONFIG_YAML = [
-    'model: { default: gpt-test, provider: openai }',
-    'providers:',
-    `  openai: { base_url: "${openai.origin}/v1", api_key_env: FAKE_OPENAI_KEY, models: [gpt-test] }`,
-  ].join('\n');
+  const provider = fakeOpenAIProvider(openai);
+  CONFIG_YAML = provider.yaml;
   // Chat turns go to the fake; summaries come from the test's summariser.
-  const { summarizerFor: _unused, ...llm } = llmDepsFromConfig(parseConfigText(CONFIG_YAML), KEYS, () => {});
+  const { summarizerFor: _unused, ...llm } = provider.llm;
   stack = await createTestStack({ db: testDb.db, summarizer, activityDeps: llm });
   bundleDir = await mkdtemp(join(tmpdir(), 'dc-background-'));
 });
@@ -169,7 +164,7 @@ describe('background compaction (SPEC §19 background)', () => {
       temporalNamespace: inject('temporalNamespace'),
       taskQueue: stack.taskQueue,
       bundlePath,
-      env: { PAUSE_IN: 'summarize', CONFIG_YAML: CONFIG_YAML, ...KEYS },
+      env: { PAUSE_IN: 'summarize', CONFIG_YAML: CONFIG_YAML, FAKE_OPENAI_KEY: 'sk-openai' },
     });
     const late: string[] = [];
     try {
