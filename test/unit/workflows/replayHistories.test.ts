@@ -56,8 +56,26 @@ describe('committed histories', () => {
     }
   });
 
+  it('cover both sides of every patch: the paths before and after each patched change', () => {
+    const patchesOf = (h: (typeof histories)[number]) =>
+      (h.history.events as Array<Record<string, unknown>>)
+        .filter((e) => e.eventType === 'EVENT_TYPE_MARKER_RECORDED')
+        .map((e) => {
+          const details = (
+            e.markerRecordedEventAttributes as { details: Record<string, { payloads: [{ data: string }] }> }
+          ).details;
+          return (
+            JSON.parse(Buffer.from(details['patch-data']!.payloads[0].data, 'base64').toString()) as { id: string }
+          ).id;
+        });
+    const patched = new Set(histories.flatMap(patchesOf));
+    expect([...patched].sort()).toEqual(['background-compaction', 'coalesce-batches', 'replay-claim-check']);
+    // The first generation has no marker at all: it replays the unpatched paths.
+    expect(histories.filter((h) => !h.workflowId.startsWith('claim-check.') && patchesOf(h).length > 0)).toEqual([]);
+  });
+
   it('replay against workflows/ without a single error', async () => {
-    expect(histories.length).toBeGreaterThanOrEqual(6);
+    expect(histories.length).toBeGreaterThanOrEqual(18);
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: productBundle }, histories)) {
       results.push(result);
