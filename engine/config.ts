@@ -120,6 +120,8 @@ export interface HostPolicy {
   summaryBackend: SummaryBackend;
   /** Every summary ends with one line saying that the earlier turns are archived and how to search them. */
   archivePointer: boolean;
+  /** Operator-pinned messages a compaction summarised come back right after the summary (engine/rehydratePinned). */
+  rehydratePinned: boolean;
 }
 
 /** SPEC §19 `summary_backend` values this host implements. */
@@ -135,6 +137,7 @@ export const DEFAULT_HOST_POLICY: Readonly<HostPolicy> = Object.freeze({
   minGainTokens: 1,
   summaryBackend: 'local',
   archivePointer: true,
+  rehydratePinned: false,
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -199,6 +202,7 @@ export const HOST_POLICY_VALUE_CHECKS: Readonly<Record<keyof HostPolicy, ValueCh
   minGainTokens: integerAtLeast(0),
   summaryBackend: oneOf(...SUMMARY_BACKENDS),
   archivePointer: isBoolean,
+  rehydratePinned: isBoolean,
 });
 
 const COMPRESSION_KEYS = Object.keys(COMPRESSION_VALUE_CHECKS) as (keyof CompressionConfig)[];

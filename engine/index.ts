@@ -24,6 +24,7 @@ export * from './phases.js';
 export * from './prepareContext.js';
 export * from './pruning.js';
 export * from './reassembly.js';
+export * from './rehydratePinned.js';
 export * from './sanitizer.js';
 export * from './similarity.js';
 export * from './summaryPrompt.js';

@@ -12,8 +12,10 @@ import {
   buildFallbackSummary,
   type ChatMessage,
   compactionStats,
+  insertAfterSummary,
   isSummaryMessage,
   messageText,
+  pinnedToRehydrate,
   reassemblePhase,
   type SummaryFailureClass,
   summaryText,
@@ -57,7 +59,7 @@ export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'd
       const record = await requireRecord(db, input);
       const done = committedResult(record);
       if (done) return done;
-      const { plan, input: messages, pruned } = await prunedSnapshot(db, input.tenantId, record);
+      const { plan, input: messages, pinned, pruned } = await prunedSnapshot(db, input.tenantId, record);
       const llmBody = record.summary_body;
       const failureClass: SummaryFailureClass | null = llmBody
         ? null
@@ -72,9 +74,17 @@ export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'd
         );
       const policy = await hostPolicyForTenant(deps, input.tenantId);
       const summaryBody = withPolicyPointer(body, policy, record.conversation_id);
-      const output = reassemblePhase(pruned, messages, planOf(plan), summaryBody, {
+      const reassembled = reassemblePhase(pruned, messages, planOf(plan), summaryBody, {
         previousSummary: record.previous_summary,
       });
+      // SPEC §19 rehydrate_pinned: pinned messages the summary replaced come back right after it.
+      const output = policy.rehydratePinned
+        ? insertAfterSummary(
+            reassembled,
+            findSummaryIndex(reassembled, summaryBody),
+            pinnedToRehydrate(messages, pinned, plan),
+          )
+        : reassembled;
       const fallbackUsed = llmBody === null;
       const stats = compactionStats({
         tokensBefore: plan.tokensBefore,

@@ -32,6 +32,8 @@ export interface CompactionSnapshot {
   plan: StoredPlan;
   /** The compaction's input messages, unpruned. */
   input: ChatMessage[];
+  /** Per input message: an operator pinned it (SPEC §19 `rehydrate_pinned`). */
+  pinned: boolean[];
 }
 
 export async function requireRecord(db: Kysely<Database>, ref: CompactionRef): Promise<CompactionRow> {
@@ -52,7 +54,7 @@ export async function loadSnapshot(
   if (rows.length !== plan.inputRowIds.length) {
     throw new Error(`compaction ${record.id}: ${plan.inputRowIds.length - rows.length} input row(s) are missing`);
   }
-  return { record, plan, input: rows.map((r) => r.message) };
+  return { record, plan, input: rows.map((r) => r.message), pinned: rows.map((r) => r.pinned) };
 }
 
 /** The pruned working copy: the input with the stored replacements applied (new objects for changed rows). */

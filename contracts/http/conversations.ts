@@ -23,6 +23,11 @@ export const CONVERSATION_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$';
 const conversationId = Type.String({ pattern: CONVERSATION_ID_PATTERN });
 
 export const ConversationParams = Type.Object({ conversationId });
+/** One stored message of a conversation (its row id, as `GET …/messages` lists it). */
+export const MessageParams = Type.Object({
+  conversationId,
+  messageId: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+});
 
 // ---- requests ----
 
@@ -175,6 +180,7 @@ export const StoredMessage = Type.Object({
   position: Type.Number(),
   active: Type.Boolean(),
   compacted: Type.Boolean(),
+  pinned: Type.Boolean(),
   timestamp: isoDateTime,
   message: StoredChatMessage,
 });
@@ -185,3 +191,9 @@ export const StoredMessages = Type.Object(
   { description: 'The rows of the current session with their flags' },
 );
 export type StoredMessages = Static<typeof StoredMessages>;
+
+export const PinnedMessage = Type.Object(
+  { messageId: Type.Integer(), pinned: Type.Boolean() },
+  { description: 'Whether an operator pinned the message (SPEC §19 rehydrate_pinned re-injects it after a summary)' },
+);
+export type PinnedMessage = Static<typeof PinnedMessage>;

@@ -59,6 +59,7 @@ const HOST_POLICY_RULES: { [K in keyof HostPolicy]: FieldRule<HostPolicy[K]> } =
   minGainTokens: hostRule('minGainTokens', 'integer ≥ 0'),
   summaryBackend: hostRule('summaryBackend', 'local or extractive'),
   archivePointer: hostRule('archivePointer', 'boolean'),
+  rehydratePinned: hostRule('rehydratePinned', 'boolean'),
 };
 
 const COMPRESSION_KEYS = Object.keys(COMPRESSION_RULES) as (keyof CompressionConfig)[];

@@ -22,10 +22,19 @@ export interface StoredMessage {
   idempotencyKey: string | null;
   tokenEstimate: number;
   timestamp: Date;
+  /** An operator pinned it (SPEC §19 `rehydrate_pinned`). */
+  pinned: boolean;
   message: ChatMessage;
 }
 
-const TEXT_COLUMNS = ['m.id', 'm.summary_body', 'm.idempotency_key', 'm.token_estimate', 'm.timestamp'] as const;
+const TEXT_COLUMNS = [
+  'm.id',
+  'm.summary_body',
+  'm.idempotency_key',
+  'm.token_estimate',
+  'm.timestamp',
+  'm.pinned',
+] as const;
 const STATE_COLUMNS = ['s.session_id', 's.position', 's.active', 's.compacted', 's.compaction_id'] as const;
 /** The message columns (messageRows.ts) on the alias `m` of selectWithState. */
 export const MESSAGE_COLUMNS_OF_M = MESSAGE_COLUMNS.map((column) => `m.${column}` as const);
@@ -33,7 +42,13 @@ const STORED_COLUMNS = [...TEXT_COLUMNS, ...STATE_COLUMNS, ...MESSAGE_COLUMNS_OF
 
 type StoredRow = Pick<
   MessageRow,
-  'id' | 'summary_body' | 'idempotency_key' | 'token_estimate' | 'timestamp' | (typeof MESSAGE_COLUMNS)[number]
+  | 'id'
+  | 'summary_body'
+  | 'idempotency_key'
+  | 'token_estimate'
+  | 'timestamp'
+  | 'pinned'
+  | (typeof MESSAGE_COLUMNS)[number]
 > &
   Pick<MessageStateRow, 'session_id' | 'position' | 'active' | 'compacted' | 'compaction_id'>;
 
@@ -49,6 +64,7 @@ function rowToStored(row: StoredRow): StoredMessage {
     idempotencyKey: row.idempotency_key,
     tokenEstimate: row.token_estimate,
     timestamp: row.timestamp,
+    pinned: row.pinned,
     message: fieldsToMessage(row),
   };
 }
@@ -271,4 +287,28 @@ export async function selectTranscriptTotals(
 /** Count and summed token estimate of the session's active rows. */
 export function transcriptTotals(db: Kysely<Database>, tenantId: string, sessionId: string): Promise<TranscriptTotals> {
   return withTenant(db, tenantId, (tx) => selectTranscriptTotals(tx, tenantId, sessionId));
+}
+
+/**
+ * Pins or unpins one message of a conversation (operators, SPEC §19 `rehydrate_pinned`); the message id, or null when
+ * the conversation has no such message. Rare, so it stays on `messages` (a pin rewrites the row's search entries).
+ */
+export async function setMessagePinned(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  messageId: number,
+  pinned: boolean,
+): Promise<number | null> {
+  const row = await withTenant(db, tenantId, (tx) =>
+    tx
+      .updateTable('messages')
+      .set({ pinned })
+      .where('tenant_id', '=', tenantId)
+      .where('conversation_id', '=', conversationId)
+      .where('id', '=', messageId)
+      .returning('id')
+      .executeTakeFirst(),
+  );
+  return row?.id ?? null;
 }

@@ -27,6 +27,8 @@ const ROUTES: Record<string, number[]> = {
   'POST /v1/conversations': [201, 400, 401, 413, 415, 500, 503],
   'POST /v1/conversations/{conversationId}/messages': [200, 202, 400, 401, 404, 409, 413, 415, 422, 500, 502, 503],
   'GET /v1/conversations/{conversationId}/messages': [200, 400, 401, 404, 500, 503],
+  'PUT /v1/conversations/{conversationId}/messages/{messageId}/pin': [200, 400, 401, 404, 500, 503],
+  'DELETE /v1/conversations/{conversationId}/messages/{messageId}/pin': [200, 400, 401, 404, 500, 503],
   'GET /v1/conversations/{conversationId}/context': [200, 400, 401, 404, 500, 503],
   'POST /v1/conversations/{conversationId}/compact': [200, 400, 401, 404, 413, 415, 422, 500, 502, 503],
   'GET /v1/conversations/{conversationId}/status': [200, 400, 401, 404, 500, 503],

@@ -33,6 +33,7 @@ describe('parseOwnedConfig — strict config.yaml validation (SPEC §2.1–§2.3
         minGainTokens: 1,
         summaryBackend: 'local',
         archivePointer: true,
+        rehydratePinned: false,
       },
       auxiliary: { model: null, provider: 'auto', baseUrl: null, timeout: null },
       promptCaching: { cacheTtl: '5m' },
@@ -287,6 +288,7 @@ describe('SPEC §19 host policy keys of the compression section', () => {
         min_gain_tokens: 500,
         summary_backend: 'extractive',
         archive_pointer: false,
+        rehydrate_pinned: true,
       },
     });
     expect(parsed.hostPolicy).toEqual({
@@ -297,6 +299,7 @@ describe('SPEC §19 host policy keys of the compression section', () => {
       minGainTokens: 500,
       summaryBackend: 'extractive',
       archivePointer: false,
+      rehydratePinned: true,
     });
     expect(parsed.compression.threshold).toBe(0.6);
     expect(Object.keys(parsed.compression)).toHaveLength(20);

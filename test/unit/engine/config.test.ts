@@ -187,6 +187,7 @@ describe('SPEC §19 host policy keys, programmatically', () => {
         fixedPointSimilarity: 0,
         summaryBackend: 'anthropic_native',
         archivePointer: false,
+        rehydratePinned: 'yes',
       }),
     ).toEqual({
       background: true,
@@ -196,6 +197,7 @@ describe('SPEC §19 host policy keys, programmatically', () => {
       minGainTokens: 7,
       summaryBackend: 'local',
       archivePointer: false,
+      rehydratePinned: false,
     });
   });
 
@@ -208,6 +210,7 @@ describe('SPEC §19 host policy keys, programmatically', () => {
       'minGainTokens',
       'summaryBackend',
       'archivePointer',
+      'rehydratePinned',
     ];
     fc.assert(
       fc.property(fc.dictionary(fc.constantFrom(...hostKeys, 'other'), fc.anything()), (partial) => {
@@ -217,6 +220,7 @@ describe('SPEC §19 host policy keys, programmatically', () => {
         expect(Number.isInteger(policy.minGainTokens) && policy.minGainTokens >= 0).toBe(true);
         expect(['local', 'extractive']).toContain(policy.summaryBackend);
         expect(typeof policy.archivePointer).toBe('boolean');
+        expect(typeof policy.rehydratePinned).toBe('boolean');
         for (const limit of [policy.maxAutoPerHour, policy.tenantMaxAutoPerHour]) {
           expect(limit === null || (Number.isInteger(limit) && limit >= 1)).toBe(true);
         }

@@ -14,20 +14,22 @@ import {
   ConversationParams,
   CreateConversationBody,
   CreatedConversation,
+  MessageParams,
   MessagesAnswer,
   MessagesQuery,
+  PinnedMessage,
   PostMessagesBody,
   PreparedContext,
   StoredMessages,
 } from '../../../contracts/http/conversations.js';
 import { CompactionReport, PublishedStatus } from '../../../contracts/http/status.js';
 import { type CacheTtl, prepareContext } from '../../../engine/index.js';
-import { listMessages, loadTranscript } from '../../../infra/db/messages.js';
+import { listMessages, loadTranscript, setMessagePinned } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { cachingRouteFor, type ProvidersConfig } from '../../../infra/llm/providers.js';
 import { requireTenant } from '../auth.js';
 import type { Conversations } from '../conversations.js';
-import { HttpError } from '../errors.js';
+import { HttpError, notFound } from '../errors.js';
 
 export interface ConversationRouteDeps {
   db: Kysely<Database>;
@@ -209,11 +211,36 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
             position: r.position,
             active: r.active,
             compacted: r.compacted,
+            pinned: r.pinned,
             timestamp: r.timestamp.toISOString(),
             message: r.message,
           })),
         };
       },
     );
+
+    // Operators pin a message so that a compaction that summarises it puts it back after the summary, word for word,
+    // when the tenant's `compression.rehydrate_pinned` is on (SPEC §19).
+    for (const [method, pinned] of [
+      ['PUT', true],
+      ['DELETE', false],
+    ] as const) {
+      app.route({
+        method,
+        url: '/v1/conversations/:conversationId/messages/:messageId/pin',
+        schema: {
+          tags: ['conversations'],
+          summary: pinned ? 'Pin a message (re-injected after a summary with rehydrate_pinned)' : 'Unpin a message',
+          params: MessageParams,
+          response: { 200: PinnedMessage, ...errorResponses(...readErrors, 404) },
+        },
+        handler: async (request) => {
+          const { conversationId, messageId } = request.params;
+          const id = await setMessagePinned(deps.db, request.tenantId, conversationId, messageId, pinned);
+          if (id === null) throw notFound(`conversation ${conversationId} has no message ${messageId}`);
+          return { messageId: id, pinned };
+        },
+      });
+    }
   };
 }
