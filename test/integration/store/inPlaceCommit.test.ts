@@ -374,7 +374,7 @@ describe('commitInPlace', () => {
     ).rejects.toBeInstanceOf(RangeError);
   });
 
-  it('commits a 10,000-row compaction in well under a second', async () => {
+  it('commits a 10,000-row compaction: exactly the summarised rows archived, the output live in order', async () => {
     const big: ChatMessage[] = [system('sys')];
     for (let i = 0; i < 4_999; i++) {
       big.push(user(`question ${i} about the service ${'lorem ipsum '.repeat(8)}`));
@@ -385,7 +385,7 @@ describe('commitInPlace', () => {
     const compactionId = await newCompaction(testDb.db, seeded);
     // Keep the last 4,000 rows, summarise the rest: 5,998 archived, 4,000 moved, 2 inserted.
     const output = [system(`sys\n\n${SYSTEM_NOTE}`), assistant(summaryText('big')), ...big.slice(-4_000)];
-    const started = performance.now();
+    // Its speed is a bench goal (npm run bench:orchestration), never a timed assertion here.
     const outcome = await commitInPlace(testDb.db, 'tenant-big', {
       sessionId: seeded.sessionId,
       compactionId,
@@ -396,9 +396,6 @@ describe('commitInPlace', () => {
       fallbackUsed: false,
       stats: statsFor('big'),
     });
-    const elapsed = performance.now() - started;
-    console.info(`10k-row in-place commit: ${elapsed.toFixed(0)} ms`);
-    expect(elapsed).toBeLessThan(1_500);
     expect(outcome.compactedRowIds).toHaveLength(5_999);
     const after = await loadTranscript(testDb.db, 'tenant-big', seeded.sessionId);
     expect(after.map((r) => r.message)).toEqual(output);
