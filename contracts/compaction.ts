@@ -91,7 +91,15 @@ export interface CompactionOutcome {
   totals: CommittedTotals | null;
   /** Similarity of the new summary body to the previous one (SPEC §19 fixed point), null without a previous one. */
   similarity: number | null;
+  /** The quality gate's retention shares of an LLM summary (issue #15 §3); null otherwise. */
+  retention?: SummaryRetention | null;
   error: string | null;
+}
+
+/** Share of the window's pinned identifiers and constraints a summary kept, before and after the quality gate. */
+export interface SummaryRetention {
+  before: number;
+  after: number;
 }
 
 /** The outcome of a compaction that committed nothing (yet): `failed`, the transcript untouched. */

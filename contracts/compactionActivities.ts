@@ -6,6 +6,7 @@ import {
   type CompactionTimeouts,
   REPLAYABLE_STATUSES,
   type StoredCompactionTrigger,
+  type SummaryRetention,
 } from './compaction.js';
 
 /**
@@ -71,6 +72,8 @@ export interface ReassembleResult {
   status: 'committed' | 'fallback' | 'rejected';
   sessionId: string;
   stats: CompressionStats;
+  /** The quality gate's retention shares (LLM summaries only), from the record. */
+  retention?: SummaryRetention | null;
   /** The conversation's totals after the commit (null when nothing was committed, or without a record). */
   totals: CommittedTotals | null;
   /** SPEC §19 fixed point: similarity of the new summary body to the previous one (null without one). */

@@ -11,7 +11,7 @@ import type {
   HostPolicy,
   Usage,
 } from '../engine/index.js';
-import type { CompactionStatus, CompactionTimeouts, CompactionTrigger } from './compaction.js';
+import type { CompactionStatus, CompactionTimeouts, CompactionTrigger, SummaryRetention } from './compaction.js';
 import type { StoredBatch } from './conversationLog.js';
 
 /** One incoming message with the client's idempotency key (unique per conversation; a repeat is a no-op). */
@@ -37,6 +37,8 @@ export interface CompactionResult {
   noopReason: string | null;
   sessionId: string;
   stats: CompressionStats | null;
+  /** The quality gate's retention shares of an LLM summary (issue #15 §3); null otherwise. */
+  retention: SummaryRetention | null;
   error: string | null;
 }
 

@@ -122,6 +122,7 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
       sessionId: result.sessionId,
       fallbackUsed: result.status === 'fallback',
       stats: result.stats,
+      retention: result.retention ?? null,
       totals: result.totals,
       similarity: result.similarity,
     });

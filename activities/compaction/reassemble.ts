@@ -1,6 +1,6 @@
 // Phase 4 (S7–S8, SPEC §8.6) and the commit of SPEC §13.2 / §13.3 in one transaction, idempotent by compaction id;
 // and the record of a compaction that ended without a commit (abort, failure after retries).
-import type { StoredStats } from '../../contracts/compaction.js';
+import type { StoredStats, SummaryRetention } from '../../contracts/compaction.js';
 import {
   type CompactionEnd,
   contentFreeStats,
@@ -39,6 +39,12 @@ export function findSummaryIndex(output: readonly ChatMessage[], summaryBody: st
  * A retry after a successful commit returns what was committed (totals null: the commit's own totals are gone, the
  * workflow keeps the ones it has; the next notification brings fresh ones).
  */
+/** The quality gate's retention shares the summarize activity recorded (LLM summaries only). */
+function retentionOf(record: CompactionRow): SummaryRetention | null {
+  if (record.retention_before === null || record.retention_after === null) return null;
+  return { before: record.retention_before, after: record.retention_after };
+}
+
 function committedResult(record: CompactionRow): ReassembleResult | null {
   if (record.status !== 'committed' && record.status !== 'fallback') return null;
   // The stored stats also carry the store's bookkeeping (commit, replay): report only CompressionStats.
@@ -47,6 +53,7 @@ function committedResult(record: CompactionRow): ReassembleResult | null {
     status: record.status,
     sessionId: record.new_session_id ?? record.session_id,
     stats: contentFreeStats(stats),
+    retention: retentionOf(record),
     totals: null,
     similarity: bodySimilarity(record.previous_summary, record.summary_body),
   };
@@ -141,6 +148,7 @@ export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'd
         status: fallbackUsed ? 'fallback' : 'committed',
         sessionId: committed.sessionId,
         stats: contentFreeStats(stats),
+        retention: retentionOf(record),
         totals: committed.totals,
         similarity,
       };

@@ -14,6 +14,7 @@ import {
 import { FailureType } from '../../contracts/failures.js';
 import { summaryText } from '../../engine/index.js';
 import { replaceReplayedSummary } from '../../infra/db/compactionCommit/index.js';
+import { updateCompaction } from '../../infra/db/compactions.js';
 import type { Database } from '../../infra/db/schema.js';
 import { type CompactionActivityDeps, prunedSnapshot, requireRecord, summarizerForSession } from './record.js';
 import { hostPolicyForTenant, withPolicyPointer } from './summaryBackend.js';
@@ -45,24 +46,34 @@ function earlierReplay(record: {
 
 export function createReplayActivities(deps: CompactionActivityDeps) {
   const { db } = deps;
+
+  /** The new summary of the stored window, through the quality gate, with the archive pointer. */
+  async function gatedReplaySummary(ref: CompactionRef) {
+    const record = await replayable(db, ref);
+    const summarizer = await summarizerForSession(deps, ref.tenantId, record.session_id);
+    if (!summarizer) {
+      throw ApplicationFailure.nonRetryable(
+        'no summary provider is configured; replay needs one',
+        FailureType.NoSummarizer,
+      );
+    }
+    const gated = await summarizeWindow(summarizer, record, await prunedSnapshot(db, ref.tenantId, record));
+    const policy = await hostPolicyForTenant(deps, ref.tenantId);
+    return { ...gated, body: withPolicyPointer(gated.body, policy, record.conversation_id) };
+  }
+
   const activities = {
     async describeReplay(ref: CompactionRef): Promise<ReplayTarget> {
       const record = await replayable(db, ref);
       return { conversationId: record.conversation_id, sessionId: record.session_id, status: record.status };
     },
 
-    /** One summarizer attempt on the stored window; rejects on failure (retried by the workflow's policy). */
+    /**
+     * One summarizer attempt on the stored window; rejects on failure (retried by the workflow's policy). Kept for
+     * replays recorded before the claim check; replaySummary does both steps.
+     */
     async replaySummarize(ref: CompactionRef): Promise<string> {
-      const record = await replayable(db, ref);
-      const summarizer = await summarizerForSession(deps, ref.tenantId, record.session_id);
-      if (!summarizer) {
-        throw ApplicationFailure.nonRetryable(
-          'no summary provider is configured; replay needs one',
-          FailureType.NoSummarizer,
-        );
-      }
-      const { body } = await summarizeWindow(summarizer, record, await prunedSnapshot(db, ref.tenantId, record));
-      return withPolicyPointer(body, await hostPolicyForTenant(deps, ref.tenantId), record.conversation_id);
+      return (await gatedReplaySummary(ref)).body;
     },
 
     async applyReplay(ref: CompactionRef & { summaryBody: string }): Promise<ApplyReplayResult> {
@@ -83,8 +94,17 @@ export function createReplayActivities(deps: CompactionActivityDeps) {
     async replaySummary(ref: CompactionRef): Promise<ApplyReplayResult> {
       const earlier = earlierReplay(await requireRecord(db, ref));
       if (earlier) return earlier;
-      const summaryBody = await activities.replaySummarize(ref);
-      return activities.applyReplay({ ...ref, summaryBody });
+      const gated = await gatedReplaySummary(ref);
+      const applied = await activities.applyReplay({ ...ref, summaryBody: gated.body });
+      if (applied.applied) {
+        // The live summary is now an LLM one: its backend and the quality gate's shares (issue #15 §3).
+        await updateCompaction(db, ref.tenantId, ref.compactionId, {
+          summary_backend: 'llm',
+          retention_before: gated.retentionBefore,
+          retention_after: gated.retentionAfter,
+        });
+      }
+      return applied;
     },
   };
   return activities;

@@ -27,6 +27,15 @@ export const CompactionReport = Type.Object(
     noopReason: nullableString,
     sessionId: Type.String(),
     stats: nullable(openObject<CompressionStats>('SPEC §8.8 compression stats')),
+    retention: nullable(
+      Type.Object(
+        { before: Type.Number(), after: Type.Number() },
+        {
+          description:
+            "Share of the window's identifiers and constraints the LLM summary kept, before and after the quality gate",
+        },
+      ),
+    ),
     error: nullableString,
   },
   { description: 'What one compaction did (SPEC §16.5 notice, stats)' },

@@ -136,6 +136,7 @@ export function settleCompaction(
     noopReason: outcome.noopReason,
     sessionId: state.sessionId,
     stats: outcome.stats,
+    retention: outcome.retention ?? null,
     error: outcome.error,
   };
   state.lastCompaction = result;

@@ -1,7 +1,7 @@
 // The quality gate of LLM summaries (issue #15 §3) through the workflows, with the real `openai` client talking to a
 // fake server: a summary that drops the window's pinned identifiers or the user's constraints is asked for once more,
 // naming them; what is still missing is appended under "Critical Context"; a failing or refused re-prompt never
-// becomes the summary. The retention shares land on the compaction record, the compactions API and /metrics.
+// becomes the summary. The retention shares land on the compaction record, the compactions API, the status and /metrics.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { type ChatMessage, SUMMARY_PREFIX } from '../../../engine/index.js';
@@ -98,6 +98,10 @@ describe('the quality gate of an LLM summary', () => {
     expect(record).toMatchObject({ summary_backend: 'llm', retention_after: 1 });
     expect(record.retention_before).toBeLessThan(1);
     expect(summaryText).toContain('ops/billing.yaml');
+    // The same shares in the manual compaction's answer and in the status (lastCompaction).
+    expect(result.retention).toEqual({ before: record.retention_before, after: 1 });
+    const status = await stack.client.settled(record.tenant_id, record.conversation_id);
+    expect(status.lastCompaction?.retention).toEqual({ before: record.retention_before, after: 1 });
   });
 
   it('a re-prompt that keeps everything replaces the draft; nothing is appended', async () => {

@@ -13,7 +13,7 @@ import { reply } from '../../support/fakes/script.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { historyText } from '../../support/harness/historyText.js';
 import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
-import { activeTranscript, batch, keyed, newTenant } from './transcript.js';
+import { activeTranscript, batch, compactionsOf, keyed, newTenant } from './transcript.js';
 
 const CANARY = `canary-${randomUUID()}`;
 const START = {
@@ -103,7 +103,11 @@ describe('claim check', () => {
     expect(replayed.status).toBe('replaced');
     // The API answer holds the replayed summary (read from the store)...
     expect(replayed.summaryBody).toContain(CANARY);
-    // ...and so does the live transcript.
+    // The replayed compaction now reports an LLM summary and the quality gate's shares (issue #15 §3).
+    const replayedRow = (await compactionsOf(testDb.db, t)).find((c) => c.id === fallback.compactionId);
+    expect(replayedRow).toMatchObject({ summary_backend: 'llm', status: 'committed' });
+    expect(replayedRow?.retention_after).toBeTypeOf('number');
+    // The live transcript holds the replayed summary too.
     const status = await stack.client.settled(t, conv);
     const live = await activeTranscript(testDb.db, t, status.sessionId);
     expect(live.filter((r) => r.summary_body?.includes(CANARY))).toHaveLength(1);
