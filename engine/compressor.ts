@@ -1,5 +1,5 @@
-// The built-in context engine (SPEC §7, §8, §10.2). `compress()` composes the pure phase functions of
-// ./phases.ts; the state-update methods (`beginCompaction`, `record*`) are public so that a host that runs the
+// The built-in context engine (SPEC §7, §8, §10.2): its state machine — triggers, readings, cooldowns, anti-thrash.
+// `compress()` composes the pure phase functions of ./phases.ts (compressPipeline.ts); the state-update methods (`beginCompaction`, `record*`) are public so that a host that runs the
 // phases elsewhere (Temporal activities) applies their outcome through the same code.
 import type { NoopReason } from './boundaries.js';
 import { computeMaxSummaryTokens, computeTailTokenBudget } from './budgets.js';
@@ -10,22 +10,11 @@ import {
   isActive,
   normalizeCompressorState,
 } from './compressorState.js';
+import { compressTranscript } from './compressPipeline.js';
 import { type CompressionConfig, normalizeCompressionConfig } from './config.js';
 import { STRUCTURAL_BACKOFF_S, SUMMARY_FAILURE_COOLDOWN_S } from './constants.js';
 import type { SummaryFailureClass } from './fallbackSummary.js';
-import {
-  buildFallbackSummary,
-  buildSummaryRequest,
-  type CompactionLimits,
-  compactionStats,
-  estimateRowTokens,
-  interpretSummaryReply,
-  outputTokens,
-  planCompaction,
-  prunePhase,
-  reassemblePhase,
-  unchangedStats,
-} from './phases.js';
+import { type CompactionLimits, unchangedStats } from './phases.js';
 import { deriveThresholds } from './thresholds.js';
 import type {
   ChatMessage,
@@ -34,7 +23,6 @@ import type {
   ContextEngine,
   EngineStatus,
   Summarizer,
-  SummaryRequest,
   Usage,
 } from './types.js';
 
@@ -51,11 +39,6 @@ export interface ContextCompressorOptions {
 }
 
 export type BlockingReason = 'cooldown' | 'structural_backoff' | 'ineffective';
-
-/** What the summarizer step produced (§8.5.6); `summarizerCalled` decides the cooldown (§7.5). */
-export type SummaryAttempt =
-  | { ok: true; body: string; summarizerCalled: true }
-  | { ok: false; failureClass: SummaryFailureClass; summarizerCalled: boolean };
 
 /** Outcome of a compaction that committed a summary (LLM or fallback), for `recordCompaction`. */
 export interface CompactionRecord {
@@ -76,12 +59,6 @@ interface Derived {
 }
 
 const MS = 1000;
-
-function sum(values: readonly number[]): number {
-  let total = 0;
-  for (const v of values) total += v;
-  return total;
-}
 
 function finiteOrZero(value: unknown): number {
   return typeof value === 'number' && Number.isFinite(value) ? value : 0;
@@ -322,66 +299,8 @@ export class ContextCompressor implements ContextEngine {
     this.stats = unchangedStats(tokensBefore, { aborted: true });
   }
 
-  /** §8.5.6: at most one call; rejections, non-strings and empty replies are failures, never summaries. */
-  private async attemptSummary(request: SummaryRequest): Promise<SummaryAttempt> {
-    if (this.summaryCooldownActive()) return { ok: false, failureClass: 'cooldown', summarizerCalled: false };
-    let reply: unknown;
-    try {
-      reply = await this.summarize(request);
-    } catch {
-      return { ok: false, failureClass: 'error', summarizerCalled: true };
-    }
-    const outcome = interpretSummaryReply(reply);
-    if (outcome.ok) return { ok: true, body: outcome.body, summarizerCalled: true };
-    return { ok: false, failureClass: outcome.failureClass, summarizerCalled: true };
-  }
-
-  /** §8.1 S0–S9. */
-  async compress(messages: readonly ChatMessage[], options: CompressOptions = {}): Promise<ChatMessage[]> {
-    this.beginCompaction({ force: options.force === true });
-    const rowTokens = estimateRowTokens(messages);
-    const tokensBefore = sum(rowTokens);
-    const previousSummary = this.state.previousSummary;
-    const plan = planCompaction(messages, this.compactionLimits());
-    if (plan.noop !== false) return this.noop(messages, plan.noop, tokensBefore);
-    const pruned = prunePhase(messages, plan);
-    const summaryPlan = buildSummaryRequest(pruned.messages, plan, {
-      previousSummary,
-      focusTopic: options.focusTopic ?? null,
-      contextLength: this.currentContextLength,
-    });
-    if (summaryPlan.noop !== false) return this.noop(messages, summaryPlan.noop, tokensBefore);
-    const attempt = await this.attemptSummary(summaryPlan.request);
-    const failureClass = attempt.ok ? undefined : attempt.failureClass;
-    if (failureClass !== undefined && this.config.abortOnSummaryFailure) {
-      this.recordAbort(attempt.summarizerCalled, tokensBefore, failureClass);
-      return messages.slice();
-    }
-    const summaryBody = attempt.ok
-      ? attempt.body
-      : buildFallbackSummary(messages, plan, { previousSummary, failureClass: attempt.failureClass });
-    const output = reassemblePhase(pruned.messages, messages, plan, summaryBody, { previousSummary });
-    const stats = compactionStats({
-      tokensBefore,
-      tokensAfter: outputTokens(output, messages, rowTokens, plan),
-      output,
-      prunedCount: pruned.prunedCount,
-      plan,
-      fallbackUsed: !attempt.ok,
-      summaryBody,
-    });
-    this.recordCompaction({
-      summaryBody,
-      fallbackUsed: !attempt.ok,
-      summarizerCalled: attempt.summarizerCalled,
-      failureClass,
-      stats,
-    });
-    return output;
-  }
-
-  private noop(messages: readonly ChatMessage[], reason: NoopReason, tokensBefore: number): ChatMessage[] {
-    this.recordNoop(reason, tokensBefore);
-    return messages.slice();
+  /** §8.1 S0–S9 (compressPipeline.ts). */
+  compress(messages: readonly ChatMessage[], options: CompressOptions = {}): Promise<ChatMessage[]> {
+    return compressTranscript(this, this.summarize, messages, options);
   }
 }

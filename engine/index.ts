@@ -9,6 +9,7 @@ export * from './commit/messageKeys.js';
 export * from './commit/plan.js';
 export * from './compressor.js';
 export * from './compressorState.js';
+export type { SummaryAttempt } from './compressPipeline.js';
 export type { CacheTtl } from './config.js';
 export * from './config.js';
 export * from './constants.js';
