@@ -2,9 +2,6 @@
 // the fake server: the same request twice — after it finished, while it still runs, or after the worker died between
 // storing the reply and reporting it — calls the model once and returns the first reply; the transcript holds one.
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { withTenant } from '../../../infra/db/tenant.js';
@@ -12,15 +9,13 @@ import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import { reply } from '../../support/fakes/script.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
-import { startWorkerProcess, type WorkerProcess } from '../../support/harness/spawnWorker.js';
-import { createTestStack, type TestStack, workflowBundle } from '../../support/harness/temporal.js';
+import { createTestStack, type TestStack, workerProcessFor } from '../../support/harness/temporal.js';
 import { activeTranscript, batch, keyed, newTenant } from '../workflows/transcript.js';
 
 let testDb: TestDatabase;
 let stack: TestStack;
 let openai: OpenAIFake;
 let configYaml: string;
-let bundleDir: string;
 const KEYS = { FAKE_OPENAI_KEY: 'sk-openai' };
 const GPT = { model: 'gpt-test', provider: 'openai', contextLength: 200_000 };
 
@@ -34,13 +29,11 @@ beforeAll(async () => {
   ].join('\n');
   const llm = llmDepsFromConfig(parseConfigText(configYaml), KEYS, () => undefined);
   stack = await createTestStack({ db: testDb.db, activityDeps: llm });
-  bundleDir = await mkdtemp(join(tmpdir(), 'dc-chat-'));
 });
 afterAll(async () => {
   await stack?.close();
   await openai?.close();
   await testDb?.drop();
-  if (bundleDir) await rm(bundleDir, { recursive: true, force: true });
 });
 beforeEach(() => {
   openai.requests.length = 0;
@@ -93,16 +86,10 @@ describe('a retried chat turn', () => {
 
   it('after the worker died once the reply was stored, before Temporal heard of it', async () => {
     const { t, conv } = await conversation();
-    const bundlePath = join(bundleDir, 'bundle.js');
-    await writeFile(bundlePath, (await workflowBundle()).code);
-    await stack.stopWorker();
-    const proc: WorkerProcess = startWorkerProcess({
-      databaseUrl: testDb.url,
-      temporalAddress: inject('temporalAddress'),
-      temporalNamespace: inject('temporalNamespace'),
-      taskQueue: stack.taskQueue,
-      bundlePath,
-      env: { PAUSE_AFTER: 'respond', CONFIG_YAML: configYaml, ...KEYS },
+    const proc = await workerProcessFor(stack, testDb.url, {
+      PAUSE_AFTER: 'respond',
+      CONFIG_YAML: configYaml,
+      ...KEYS,
     });
     try {
       await proc.waitFor('READY');

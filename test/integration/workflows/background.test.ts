@@ -3,9 +3,6 @@
 // commit swaps exactly the summarised rows for the summary and keeps everything appended since, in order. Hygiene
 // (85 %) and manual compaction wait for it; `background: false` blocks as before.
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -17,8 +14,7 @@ import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake
 import { fakeOpenAIProvider } from '../../support/fakes/openaiProvider.js';
 import { reply } from '../../support/fakes/script.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
-import { startWorkerProcess, type WorkerProcess } from '../../support/harness/spawnWorker.js';
-import { createTestStack, type TestStack, workflowBundle } from '../../support/harness/temporal.js';
+import { createTestStack, type TestStack, workerProcessFor } from '../../support/harness/temporal.js';
 import { activeTranscript, allRows, keyed, newTenant, type StoredRow } from './transcript.js';
 
 // 100,000-token window: in-loop threshold 75,000 (small-context floor), hygiene at 85,000.
@@ -51,7 +47,6 @@ function holdSummariser(): () => void {
 let testDb: TestDatabase;
 let stack: TestStack;
 let openai: OpenAIFake;
-let bundleDir: string;
 let CONFIG_YAML: string;
 
 beforeAll(async () => {
@@ -62,13 +57,11 @@ beforeAll(async () => {
   // Chat turns go to the fake; summaries come from the test's summariser.
   const { summarizerFor: _unused, ...llm } = provider.llm;
   stack = await createTestStack({ db: testDb.db, summarizer, activityDeps: llm });
-  bundleDir = await mkdtemp(join(tmpdir(), 'dc-background-'));
 });
 afterAll(async () => {
   await stack?.close();
   await openai?.close();
   await testDb?.drop();
-  if (bundleDir) await rm(bundleDir, { recursive: true, force: true });
 });
 
 /** Messages tagged ⟨m<n>⟩ (⟨r<n>⟩ for model replies), so a stored row says which message it is. */
@@ -155,16 +148,10 @@ describe('background compaction (SPEC §19 background)', () => {
   it('keeps accepting messages and running turns while the summary runs, across a worker SIGKILL', async () => {
     const c = await open({ in_place: false });
     // The compaction starts on a worker process whose summariser never answers; that process is killed mid-summary.
-    const bundlePath = join(bundleDir, 'bundle.js');
-    await writeFile(bundlePath, (await workflowBundle()).code);
-    await stack.stopWorker();
-    const proc: WorkerProcess = startWorkerProcess({
-      databaseUrl: testDb.url,
-      temporalAddress: inject('temporalAddress'),
-      temporalNamespace: inject('temporalNamespace'),
-      taskQueue: stack.taskQueue,
-      bundlePath,
-      env: { PAUSE_IN: 'summarize', CONFIG_YAML: CONFIG_YAML, FAKE_OPENAI_KEY: 'sk-openai' },
+    const proc = await workerProcessFor(stack, testDb.url, {
+      PAUSE_IN: 'summarize',
+      CONFIG_YAML,
+      FAKE_OPENAI_KEY: 'sk-openai',
     });
     const late: string[] = [];
     try {
