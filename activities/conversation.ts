@@ -5,6 +5,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { type Kysely, sql } from 'kysely';
 import type { ConversationStatus } from '../contracts/conversation.js';
+import type { QuietFold, QuietRules } from '../contracts/conversationLog.js';
 import { FailureType } from '../contracts/failures.js';
 import {
   type CacheTtl,
@@ -54,6 +55,10 @@ export interface OpenConversationResult extends TenantConfig {
   cacheTtl: CacheTtl | null;
   totals: LogTotals;
   appliedSeq: number;
+  /** The conversation's notification epoch (migration 0009); absent in histories recorded before it. */
+  notifyEpoch?: number;
+  /** Quiet batches committed before the workflow opened (counted in `appliedSeq`), to apply at once. */
+  quietFold?: QuietFold | null;
   /** The highest compaction number of the current session (child workflow ids continue after it). */
   compactionSeq: number;
 }
@@ -105,6 +110,8 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
         cacheTtl: deps.cacheTtl === undefined ? '5m' : deps.cacheTtl,
         totals: totalsOf(conversation),
         appliedSeq: conversation.applied_seq,
+        notifyEpoch: conversation.notify_epoch,
+        quietFold: conversation.quiet_fold,
       };
     },
 
@@ -120,6 +127,8 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
       /** The policy version the status was computed with; null: record whatever the current version is. */
       policyVersion: number | null;
       status: ConversationStatus;
+      /** What the gateway need not notify (engine/quietBatches.ts); absent in histories recorded before it. */
+      quietRules?: QuietRules | null;
     }): Promise<{ recorded: boolean; policyVersion: number }> {
       const policy = await getTenantPolicy(db, input.tenantId);
       const policyVersion = policy?.version ?? 0;
@@ -128,6 +137,7 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
       await recordApplied(db, input.tenantId, input.conversationId, {
         appliedSeq: input.appliedSeq,
         state: input.status,
+        quietRules: input.quietRules ?? null,
       });
       return { recorded: true, policyVersion };
     },

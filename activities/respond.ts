@@ -50,6 +50,8 @@ export interface RespondResult {
   tokenEstimate: number;
   /** The conversation's totals after the reply. */
   totals: { version: number; activeMessages: number; activeTokens: number };
+  /** The batch sequence number of the reply when this attempt stored it (absent: stored by an earlier attempt). */
+  replySeq?: number;
 }
 
 function usageOf(turn: TurnRecord): ChatUsage {
@@ -153,6 +155,7 @@ export function createRespondActivities(deps: RespondDeps) {
         cachingEnabled: result.cachingEnabled,
         tokenEstimate: reply.tokenEstimate,
         totals: appended.totals!,
+        replySeq: appended.totals!.batchSeq,
       };
     },
 

@@ -12,7 +12,7 @@ import type {
   Usage,
 } from '../engine/index.js';
 import type { CompactionStatus, CompactionTimeouts, CompactionTrigger, SummaryRetention } from './compaction.js';
-import type { StoredBatch } from './conversationLog.js';
+import type { NotificationFold, StoredBatch } from './conversationLog.js';
 
 /** One incoming message with the client's idempotency key (unique per conversation; a repeat is a no-op). */
 export interface IncomingMessage {
@@ -53,6 +53,8 @@ export interface BackgroundCompaction {
 
 export interface CompactRequest {
   focusTopic?: string;
+  /** Set by the gateway: the quiet batches to apply before the compaction. */
+  notification?: NotificationFold;
 }
 
 export interface SwitchModelRequest {
@@ -60,6 +62,8 @@ export interface SwitchModelRequest {
   provider?: string;
   /** Explicit window (like `model.context_length`); otherwise resolved from the registry (SPEC §4.1). */
   contextLength?: number;
+  /** Set by the gateway: the quiet batches to apply before the switch. */
+  notification?: NotificationFold;
 }
 
 /** Chat backend mode: the system runs the agent turn. The client's messages (the user message, or the results of
@@ -222,4 +226,6 @@ export interface CarriedState {
   lastCommittedCompactionId: string | null;
   cache: CacheTelemetry;
   runs: number;
+  /** The latest notification epoch seen (quiet batches, migration 0009); absent in states carried before it. */
+  notifyEpoch?: number;
 }

@@ -1,7 +1,20 @@
 // The content-free notification of a committed batch (DESIGN.md §3: PostgreSQL is the conversation log, the
 // workflow decides; Temporal history holds decisions and ids, never message content). The gateway builds it from
 // the append's result, inside nothing but ids, counts, token estimates and the provider's usage numbers.
+import type { QuietFold, QuietRules } from '../engine/quietBatches.js';
 import type { Usage } from '../engine/types.js';
+
+export type { QuietFold, QuietRules };
+
+/**
+ * What comes with every notification to the conversation workflow (a loud batch, a manual compaction, a model
+ * switch): the notification epoch it opened and the quiet batches committed since the previous one, which the
+ * workflow applies first (engine/quietBatches.ts).
+ */
+export interface NotificationFold {
+  epoch: number;
+  quiet: QuietFold | null;
+}
 
 export interface StoredBatch {
   /** The conversation's batch sequence number of this batch; null when every item was a duplicate. */
@@ -30,4 +43,6 @@ export interface StoredBatch {
   usage?: Usage;
   /** Token estimates of that assistant message and what follows it: counted on top of the reading (SPEC §7.6). */
   usageTailTokens?: number;
+  /** Absent in notifications sent before quiet batches existed. */
+  notification?: NotificationFold;
 }

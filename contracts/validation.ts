@@ -119,5 +119,25 @@ export function validateStoredBatch(batch: unknown): string | null {
   }
   if (typeof b.freshAssistant !== 'boolean') return 'batch.freshAssistant must be a boolean';
   if (b.usage !== undefined && !isObject(b.usage)) return 'batch.usage must be an object';
+  if (b.notification !== undefined) return validateNotificationFold(b.notification, 'batch.notification');
+  return null;
+}
+
+/** The fold a notification carries (contracts/conversationLog.ts NotificationFold). */
+export function validateNotificationFold(value: unknown, at: string): string | null {
+  if (!isObject(value)) return `${at} must be an object`;
+  const n = value as Record<string, unknown>;
+  if (!isCount(n.epoch)) return `${at}.epoch must be a non-negative integer`;
+  if (n.quiet === null) return null;
+  if (!isObject(n.quiet)) return `${at}.quiet must be an object or null`;
+  const q = n.quiet as Record<string, unknown>;
+  for (const key of ['fromSeq', 'toSeq', 'batches', 'users', 'version', 'activeMessages', 'activeTokens'] as const) {
+    if (!isCount(q[key])) return `${at}.quiet.${key} must be a non-negative integer`;
+  }
+  if (typeof q.freshAssistant !== 'boolean') return `${at}.quiet.freshAssistant must be a boolean`;
+  if (q.usage !== null && !isObject(q.usage)) return `${at}.quiet.usage must be an object or null`;
+  if (typeof q.usageVersion !== 'number' || typeof q.readingBaseTokens !== 'number') {
+    return `${at}.quiet must hold usageVersion and readingBaseTokens`;
+  }
   return null;
 }

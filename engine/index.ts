@@ -24,6 +24,7 @@ export * from './modelRegistry.js';
 export * from './phases.js';
 export * from './prepareContext.js';
 export * from './pruning.js';
+export * from './quietBatches.js';
 export * from './reassembly.js';
 export * from './rehydratePinned.js';
 export * from './sanitizer.js';

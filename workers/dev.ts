@@ -104,6 +104,7 @@ const app = await buildGateway({
   db,
   conversations: new Conversations(db, new ConversationClient(connection), {
     chatProblem: (row) => chatProviderProblem(llm.providers ?? null, row.provider, process.env),
+    baseConfig: config.compression,
   }),
   metrics,
   adminKey: key,

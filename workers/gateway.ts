@@ -30,6 +30,7 @@ const app = await buildGateway({
   db,
   conversations: new Conversations(db, temporal, {
     chatProblem: (row) => chatProviderProblem(providers, row.provider, process.env),
+    baseConfig: config.compression,
   }),
   metrics: createMetrics({ db }),
   adminKey: env.DURABLE_CONTEXT_ADMIN_KEY,

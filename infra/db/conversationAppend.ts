@@ -8,7 +8,7 @@ import type { ChatMessage } from '../../engine/types.js';
 import { addToTotals, type LogTotals, lockConversation, requireLockedConversation, totalsOf } from './conversations.js';
 import { fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
 import { insertMessageRows, type RowTarget } from './messages.js';
-import type { Database } from './schema.js';
+import type { ConversationRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
 import { IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
 import type { TenantTx } from './tenant.js';
@@ -119,7 +119,10 @@ export async function appendToConversation(
   tenantId: string,
   conversationId: string,
   items: readonly AppendItem[],
-  options: { within?: (tx: TenantTx, result: AppendResult) => Promise<void> } = {},
+  options: {
+    /** Runs with the conversation's row as it was locked, before the append. */
+    within?: (tx: TenantTx, result: AppendResult, head: ConversationRow) => Promise<void>;
+  } = {},
 ): Promise<AppendResult> {
   validateItems(items);
   return withTenantWrite(db, tenantId, async (tx) => {
@@ -132,7 +135,7 @@ export async function appendToConversation(
         ? await addToTotals(tx, tenantId, conversationId, { messages: appended.length, tokens: tokensOf(appended) })
         : totalsOf(conversation);
     const result: AppendResult = { appended, duplicates, ...target, totals };
-    if (options.within) await options.within(tx, result);
+    if (options.within) await options.within(tx, result, conversation);
     return result;
   });
 }

@@ -4,6 +4,7 @@
 // they never need the worker (issue #9 §6). Lock order in every writer: conversation, then session, then compaction.
 import { type Kysely, sql, type UpdateObject } from 'kysely';
 import { toStorableJson } from '../../contracts/storableText.js';
+import type { QuietRules } from '../../engine/quietBatches.js';
 import type { ConversationRow, Database } from './schema.js';
 import { insertSessionIfAbsent } from './sessions.js';
 import { ConversationNotFoundError } from './storeErrors.js';
@@ -19,6 +20,8 @@ export interface NewConversation {
   contextLength: number | null;
   source: string;
   title: string | null;
+  /** The quiet rules before the workflow's first publication (migration 0009); null: notify every batch till then. */
+  quietRules?: QuietRules | null;
 }
 
 /** The totals of the live transcript at a version of the conversation, and the batches accepted by then. */
@@ -60,6 +63,7 @@ export async function createConversation(
         context_length: input.contextLength,
         source: input.source,
         title: input.title,
+        quiet_rules: input.quietRules ? JSON.stringify(input.quietRules) : null,
       })
       .onConflict((oc) => oc.columns(['tenant_id', 'id']).doNothing())
       .returningAll()
@@ -149,6 +153,8 @@ export function setTotals(
   return bump(tx, tenantId, conversationId, {
     active_messages: totals.activeMessages,
     active_tokens: totals.activeTokens,
+    // The workflow's quiet rules were published for the transcript before the swap: void until it publishes again.
+    notify_epoch: sql`notify_epoch + 1`,
     ...(totals.currentSessionId ? { current_session_id: totals.currentSessionId } : {}),
   });
 }
@@ -161,23 +167,31 @@ export const totalsOf = (row: ConversationRow): LogTotals => ({
 });
 
 /**
- * The workflow took every decision due for the batches up to `appliedSeq`: store that and its status snapshot. The
- * applied sequence never goes back (a retried activity with an older snapshot changes nothing).
+ * The workflow took every decision due for the batches up to `appliedSeq`: store that, its status snapshot and its
+ * quiet rules (migration 0009). The applied sequence never goes back (quiet batches advance it too), and a retried
+ * activity with an older snapshot changes nothing.
  */
 export async function recordApplied(
   db: Kysely<Database>,
   tenantId: string,
   conversationId: string,
-  applied: { appliedSeq: number; state: object },
+  applied: { appliedSeq: number; state: object; quietRules?: QuietRules | null },
 ): Promise<void> {
   await withTenantWrite(db, tenantId, (tx) =>
     tx
       .updateTable('conversations')
       // The status holds texts from elsewhere (provider error messages, notices): stored as storable JSON.
-      .set({ applied_seq: applied.appliedSeq, state: JSON.stringify(toStorableJson(applied.state)) })
+      .set({
+        applied_seq: sql`greatest(applied_seq, ${applied.appliedSeq}::bigint)`,
+        state_seq: applied.appliedSeq,
+        state: JSON.stringify(toStorableJson(applied.state)),
+        quiet_rules: applied.quietRules ? JSON.stringify(applied.quietRules) : null,
+        // The quiet batches this publication covers were delivered and applied.
+        quiet_fold: sql`CASE WHEN (quiet_fold->>'toSeq')::bigint <= ${applied.appliedSeq}::bigint THEN NULL ELSE quiet_fold END`,
+      })
       .where('tenant_id', '=', tenantId)
       .where('id', '=', conversationId)
-      .where('applied_seq', '<=', applied.appliedSeq)
+      .where('state_seq', '<=', applied.appliedSeq)
       .execute(),
   );
 }
@@ -185,8 +199,9 @@ export async function recordApplied(
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Waits, bounded, until the workflow has applied batch `seq` (issue #9 §6: a read that must reflect the decisions
- * due for what was accepted). Returns the conversation then, or null when `timeoutMs` passed first.
+ * Waits, bounded, until batch `seq` is applied (issue #9 §6: a read that must reflect the decisions due for what was
+ * accepted) and the workflow has published a status. Returns the conversation then, or null when `timeoutMs` passed
+ * first.
  */
 export async function waitApplied(
   db: Kysely<Database>,
@@ -200,7 +215,8 @@ export async function waitApplied(
   for (;;) {
     const row = await getConversation(db, tenantId, conversationId);
     if (!row) throw new ConversationNotFoundError(conversationId);
-    if (row.applied_seq >= seq) return row;
+    // Quiet batches advance the applied position at commit; the status also needs the workflow's first snapshot.
+    if (row.applied_seq >= seq && row.state !== null) return row;
     const left = deadline - Date.now();
     if (left <= 0) return null;
     await sleep(Math.min(interval, left));

@@ -13,6 +13,7 @@ import type {
 import type { ConversationStatus } from '../../contracts/conversation.js';
 import type { CompressorState } from '../../engine/compressorState.js';
 import type { SummaryFailureClass } from '../../engine/fallbackSummary.js';
+import type { QuietFold, QuietRules } from '../../engine/quietBatches.js';
 import type { ContentPart, ToolCall } from '../../engine/types.js';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -118,6 +119,14 @@ export interface ConversationsTable {
   active_tokens: Generated<number>;
   /** The workflow's published status (storable JSON, written by publishState). */
   state: NullableJson<ConversationStatus>;
+  /** The applied position of that status snapshot (a retried older write never replaces a newer one). */
+  state_seq: Generated<number>;
+  /** Bumped by every notification, transcript swap and policy change: rules of an older epoch are void (0009). */
+  notify_epoch: Generated<number>;
+  /** Published by the workflow: which batches need no notification (engine/quietBatches.ts). */
+  quiet_rules: NullableJson<QuietRules>;
+  /** The quiet batches since the last notification, summed; taken by the next one. */
+  quiet_fold: NullableJson<QuietFold>;
 }
 
 export interface CompactionsTable {

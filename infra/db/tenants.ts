@@ -56,12 +56,20 @@ export async function setTenantPolicy(
   const json = JSON.stringify(policy);
   return withWriteRetry(() =>
     db.transaction().execute(async (tx) => {
-      await tx
+      const changed = await tx
         .updateTable('tenants')
         .set({ policy: json, policy_version: sql`policy_version + 1` })
         .where('id', '=', tenantId)
         .where(sql<boolean>`policy IS DISTINCT FROM ${json}::jsonb`)
-        .execute();
+        .executeTakeFirst();
+      if (changed.numUpdatedRows > 0n) {
+        // The quiet rules of the tenant's conversations were computed with the old policy (migration 0009).
+        await tx
+          .updateTable('conversations')
+          .set({ notify_epoch: sql`notify_epoch + 1` })
+          .where('tenant_id', '=', tenantId)
+          .execute();
+      }
       const row = await tx
         .selectFrom('tenants')
         .select(['policy', 'policy_version'])

@@ -50,6 +50,7 @@ describe('migrations', () => {
       '0006_conversation_log',
       '0007_compaction_quality',
       '0008_message_state',
+      '0009_quiet_batches',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);

@@ -20,14 +20,18 @@ import type {
 } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
-import { type ChatMessage, resolveUsableContextLength } from '../../engine/index.js';
+import { type ChatMessage, type CompressionConfig, resolveUsableContextLength } from '../../engine/index.js';
+import { resolveTenantCompressionConfig } from '../../infra/config/tenantPolicy.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import { appendToConversation } from '../../infra/db/conversationAppend.js';
 import { createConversation, getConversation, waitApplied } from '../../infra/db/conversations.js';
 import { loadRowsByIds } from '../../infra/db/messages.js';
+import { type NotifyDecision, openNotification, settleNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
+import { getTenantPolicy } from '../../infra/db/tenants.js';
 import { getTurn } from '../../infra/db/turns.js';
+import { startingQuietRules } from '../../workflows/conversation/quiet.js';
 import { newSessionId } from '../../workflows/ids.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
 
@@ -64,6 +68,16 @@ export interface ConversationsOptions {
   waitTimeoutMs?: number;
   /** Why the agent turn cannot run for a conversation (chatProviderProblem of infra/llm), or null. */
   chatProblem?: (conversation: ConversationRow) => string | null;
+  /**
+   * Notify the workflow of every batch, quiet or not (the behaviour before quiet batches): for tests of the
+   * notification path itself and for debugging with every batch in the workflow's history.
+   */
+  notifyEveryBatch?: boolean;
+  /**
+   * The deployment's compression configuration (config.yaml): with it, a new conversation gets the quiet rules of
+   * its tenant's policy at creation, so that its first batches need not wait for the workflow's first publication.
+   */
+  baseConfig?: CompressionConfig;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -111,7 +125,9 @@ export class Conversations {
   /** Creates the conversation (PostgreSQL) and starts its workflow; idempotent for a given id. */
   async create(tenantId: string, conversationId: string, start: ConversationStart): Promise<ConversationRow> {
     validateModelChoice(start);
+    const quietRules = await this.startingRules(tenantId, start);
     const { conversation } = await createConversation(this.db, tenantId, {
+      quietRules,
       id: conversationId,
       sessionId: newSessionId(Date.now(), randomBytes(3).toString('hex')),
       model: start.model,
@@ -121,8 +137,29 @@ export class Conversations {
       title: start.title ?? null,
     });
     if (start.timeouts || start.gapWaitMs !== undefined) this.knobs.set(`${tenantId}\n${conversationId}`, start);
-    await this.temporal.start(inputOf(tenantId, conversation, start));
+    // With starting rules the workflow starts with the first decision due (its notification starts it) or the
+    // first request that needs it (ensureWorkflow); without them, now.
+    if (!quietRules) await this.temporal.start(inputOf(tenantId, conversation, start));
     return conversation;
+  }
+
+  /** Starts the conversation's workflow unless it has published already (idempotent: an existing one is kept). */
+  private async ensureWorkflow(tenantId: string, row: ConversationRow): Promise<void> {
+    if (row.state !== null) return;
+    await this.temporal.start(inputOf(tenantId, row, this.knobsOf(tenantId, row.id)));
+  }
+
+  private async startingRules(tenantId: string, start: ConversationStart) {
+    const base = this.options.baseConfig;
+    if (!base) return null;
+    // A policy changed meanwhile bumps the conversations' epochs; one created in that instant keeps these rules
+    // until the workflow's first publication, which always reflects the policy it loaded.
+    const policy = await getTenantPolicy(this.db, tenantId);
+    const model = { model: start.model, provider: start.provider ?? null };
+    return startingQuietRules(resolveTenantCompressionConfig(base, policy?.policy ?? {}), {
+      ...model,
+      contextLength: resolveUsableContextLength(model.model, model.provider, start.contextLength ?? null),
+    });
   }
 
   /**
@@ -141,11 +178,33 @@ export class Conversations {
     if (start && !(await getConversation(this.db, tenantId, conversationId))) {
       await this.create(tenantId, conversationId, start);
     }
-    const result = await appendToConversation(this.db, tenantId, conversationId, batch.messages);
-    const stored = storedBatchOf(result, batch);
-    const row = await this.require(tenantId, conversationId);
-    await this.temporal.notify(inputOf(tenantId, row, this.knobsOf(tenantId, conversationId, start)), stored);
+    const { stored, head, decision } = await this.append(tenantId, conversationId, batch);
+    if (decision.notify) {
+      const notified = decision.notification ? { ...stored, notification: decision.notification } : stored;
+      await this.temporal.notify(inputOf(tenantId, head, this.knobsOf(tenantId, conversationId, start)), notified);
+    }
     return stored;
+  }
+
+  /**
+   * Commits a batch and, in the same transaction, decides whether the workflow must hear of it (quiet batches,
+   * infra/db/quietBatches.ts). `loud`: it must (a chat turn).
+   */
+  private async append(tenantId: string, conversationId: string, batch: SubmitMessages, loud = false) {
+    let stored: StoredBatch | undefined;
+    let head: ConversationRow | undefined;
+    let decision: NotifyDecision = { notify: true, notification: null };
+    await appendToConversation(this.db, tenantId, conversationId, batch.messages, {
+      within: async (tx, result, locked) => {
+        stored = storedBatchOf(result, batch);
+        head = locked;
+        decision = await settleNotification(tx, tenantId, locked, stored, {
+          loud: loud || this.options.notifyEveryBatch === true,
+        });
+      },
+    });
+    if (!stored || !head) throw new Error(`conversation ${conversationId}: the append did not run`);
+    return { stored, head, decision };
   }
 
   private knobsOf(tenantId: string, conversationId: string, start?: ConversationStart) {
@@ -163,6 +222,7 @@ export class Conversations {
    */
   async sync(tenantId: string, conversationId: string, timeoutMs = this.waitTimeoutMs): Promise<PublishedStatus> {
     const row = await this.require(tenantId, conversationId);
+    await this.ensureWorkflow(tenantId, row);
     const applied = await waitApplied(this.db, tenantId, conversationId, row.batch_seq, { timeoutMs });
     if (!applied || applied.state === null) {
       throw new TemporalUnavailableError(
@@ -209,8 +269,9 @@ export class Conversations {
     const unavailable = this.options.chatProblem?.(row) ?? null;
     if (unavailable) throw new ChatUnavailableError(unavailable);
     const turnId = turnIdOf(conversationId, request.messages);
-    const result = await appendToConversation(this.db, tenantId, conversationId, request.messages);
+    const { stored, decision } = await this.append(tenantId, conversationId, { messages: request.messages }, true);
     const done = await getTurn(this.db, tenantId, turnId);
+    if (done?.messageId == null) await this.ensureWorkflow(tenantId, row);
     const turn: TurnResult =
       done?.messageId != null
         ? {
@@ -230,7 +291,8 @@ export class Conversations {
           }
         : await this.temporal.chatTurn(tenantId, conversationId, {
             turnId,
-            batch: storedBatchOf(result, { messages: request.messages }),
+            batch:
+              decision.notify && decision.notification ? { ...stored, notification: decision.notification } : stored,
             ...(request.tools ? { tools: request.tools } : {}),
           });
     const [reply] = await loadRowsByIds(this.db, tenantId, [turn.replyMessageId]);
@@ -240,8 +302,9 @@ export class Conversations {
 
   /** A manual compaction; the summary text of its stats comes from the store (it never travels through Temporal). */
   async compact(tenantId: string, conversationId: string, request: CompactRequest = {}): Promise<CompactionResult> {
-    await this.require(tenantId, conversationId);
-    const result = await this.temporal.compact(tenantId, conversationId, request);
+    await this.ensureWorkflow(tenantId, await this.require(tenantId, conversationId));
+    const notification = await openNotification(this.db, tenantId, conversationId);
+    const result = await this.temporal.compact(tenantId, conversationId, { ...request, notification });
     if (!result.stats || result.stats.summary !== null) return result;
     const stored = (await getCompaction(this.db, tenantId, result.compactionId))?.stats as { summary?: unknown } | null;
     const summary = typeof stored?.summary === 'string' ? stored.summary : null;
@@ -253,8 +316,9 @@ export class Conversations {
     conversationId: string,
     request: SwitchModelRequest,
   ): Promise<ConversationStatus> {
-    await this.require(tenantId, conversationId);
-    return this.temporal.switchModel(tenantId, conversationId, request);
+    await this.ensureWorkflow(tenantId, await this.require(tenantId, conversationId));
+    const notification = await openNotification(this.db, tenantId, conversationId);
+    return this.temporal.switchModel(tenantId, conversationId, { ...request, notification });
   }
 
   /** Replays a compaction (SPEC §13.7); the new summary comes from the store, never through Temporal. */

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { ConversationStatus, IncomingMessage, SubmitMessages } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
-import { isRealUserMessage } from '../../engine/index.js';
+import { isRealUserMessage, quietReading } from '../../engine/index.js';
 import type { AppendResult } from '../../infra/db/conversationAppend.js';
 import type { ConversationRow } from '../../infra/db/schema.js';
 import { startingStatus } from '../../workflows/conversation/state.js';
@@ -77,8 +77,28 @@ export function statusOf(tenantId: string, row: ConversationRow): PublishedStatu
       0,
       [],
     );
+  // Quiet batches (engine/quietBatches.ts) are decided without the workflow: their reading and count come from
+  // the fold while the rules they were judged by are current (before the first snapshot: the starting rules).
+  const rules = row.quiet_rules;
+  const fold = row.quiet_fold;
+  const quiet =
+    rules && rules.epoch === row.notify_epoch
+      ? (() => {
+          const reading = quietReading(rules, fold, row.active_tokens);
+          const pending = fold && fold.toSeq > row.state_seq ? fold.batches : 0;
+          return {
+            contextLength: rules.contextLength,
+            thresholdTokens: rules.thresholdTokens,
+            lastPromptTokens: reading.lastPromptTokens,
+            contextTokens: reading.contextTokens,
+            usagePercent: rules.contextLength ? Math.min(100, (reading.contextTokens / rules.contextLength) * 100) : 0,
+            processedBatches: base.processedBatches + pending,
+          };
+        })()
+      : {};
   return {
     ...base,
+    ...quiet,
     sessionId: row.current_session_id,
     activeMessages: row.active_messages,
     batchSeq: row.batch_seq,

@@ -13,7 +13,7 @@ import type {
   SwitchModelRequest,
   TurnResult,
 } from '../../contracts/conversation.js';
-import type { StoredBatch } from '../../contracts/conversationLog.js';
+import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
 import {
   ContextCompressor,
   gatewayHygieneDecision,
@@ -30,6 +30,7 @@ import { BackgroundCompactions } from './background.js';
 import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './brakes.js';
 import { accountCacheUsage } from './cacheTelemetry.js';
 import { type CompactionOptions, runCompaction } from './compact.js';
+import { applyNotificationFold, quietRulesFor } from './quiet.js';
 import { absorbTotals, buildStatus, type CarriedState, contextTokens, detailsText, markApplied } from './state.js';
 import { resolveWindow } from './window.js';
 
@@ -115,7 +116,13 @@ export class ConversationEntity {
     setCurrentDetails(detailsText(this.ids, status));
     const ids = { tenantId: this.ids.tenantId, conversationId: this.ids.conversationId };
     const record = (policyVersion: number | null) =>
-      store.recordState({ ...ids, appliedSeq: this.state.batches.appliedSeq, policyVersion, status: this.status() });
+      store.recordState({
+        ...ids,
+        appliedSeq: this.state.batches.appliedSeq,
+        policyVersion,
+        status: this.status(),
+        quietRules: quietRulesFor(this.state, this.engine, this.background.active),
+      });
     await this.safely('publishing the status', async () => {
       if ((await record(this.state.policyVersion)).recorded) return;
       const fresh = await store.loadTenantConfig({ tenantId: this.ids.tenantId });
@@ -230,6 +237,7 @@ export class ConversationEntity {
    */
   async apply(batch: StoredBatch, options: { turnFollows?: boolean } = {}): Promise<CompactionResult | null> {
     const { state } = this;
+    this.applyNotification(batch.notification);
     absorbTotals(state, batch);
     if (batch.freshAssistant) state.autoSinceModelCall = false;
     if (batch.users > 0) {
@@ -248,6 +256,11 @@ export class ConversationEntity {
     if (batch.seq !== null) state.processedBatches += 1;
     markApplied(state.batches, batch.seq, batch.latestSeq);
     return compaction;
+  }
+
+  /** The quiet batches a notification carries (quiet.ts), applied before what it brings. */
+  applyNotification(notification: NotificationFold | undefined): void {
+    applyNotificationFold(this.state, this.engine, notification);
   }
 
   /** Post-response (§7.6): record the reading; at most one automatic compaction before the next call. */
@@ -273,6 +286,8 @@ export class ConversationEntity {
       afterCompactionId: state.cache.watching?.compactionId ?? null,
     });
     absorbTotals(state, result.totals);
+    // The reply's own batch is decided here (its post-response check follows): it leaves no gap behind.
+    if (typeof result.replySeq === 'number') markApplied(state.batches, result.replySeq, result.replySeq);
     state.readingBaseTokens = result.totals.activeTokens - result.tokenEstimate;
     await this.recordCacheUsage(result.usage);
     const compaction = await this.afterResponse(result.usage);

@@ -50,6 +50,16 @@ export function markApplied(batches: AppliedBatches, seq: number | null, latestS
   }
 }
 
+/** Marks batches `from`…`to` applied (the quiet batches a notification folded). */
+export function markRangeApplied(batches: AppliedBatches, from: number, to: number): void {
+  if (from > batches.appliedSeq + 1) {
+    for (let seq = from; seq <= to; seq += 1) markApplied(batches, seq, to);
+    return;
+  }
+  batches.appliedSeq = Math.max(batches.appliedSeq, to);
+  markApplied(batches, null, to);
+}
+
 /** A missing notification was waited for long enough: every batch the workflow knows of counts as applied. */
 export function skipGaps(batches: AppliedBatches): void {
   batches.appliedSeq = Math.max(batches.appliedSeq, batches.latestSeq, ...batches.ahead);

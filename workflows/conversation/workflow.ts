@@ -23,8 +23,8 @@ import type {
   SwitchModelRequest,
   TurnResult,
 } from '../../contracts/conversation.js';
-import type { StoredBatch } from '../../contracts/conversationLog.js';
-import { validateStoredBatch } from '../../contracts/validation.js';
+import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
+import { validateNotificationFold, validateStoredBatch } from '../../contracts/validation.js';
 import { DEFAULT_HOST_POLICY, normalizeCompressorState, normalizeHostPolicy } from '../../engine/index.js';
 import { storeActivityOptions } from '../activityOptions.js';
 import { DEFAULT_COMPACTION_TIMEOUTS } from '../compaction.js';
@@ -90,6 +90,9 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
       if (request?.focusTopic !== undefined && typeof request.focusTopic !== 'string') {
         throw new Error('focusTopic must be a string');
       }
+      const problem =
+        request?.notification === undefined ? null : validateNotificationFold(request.notification, 'notification');
+      if (problem) throw new Error(problem);
     },
   });
   setHandler(
@@ -100,6 +103,9 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
         if (!request || typeof request.model !== 'string' || request.model.trim() === '') {
           throw new Error('model must be a non-empty string');
         }
+        const problem =
+          request.notification === undefined ? null : validateNotificationFold(request.notification, 'notification');
+        if (problem) throw new Error(problem);
         const current = entity ? entity.state.provider : (input.provider ?? null);
         resolveWindow(
           request.model,
@@ -112,12 +118,15 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   setHandler(statusQuery, () => (entity ? entity.status() : startingStatus(input, queue.length, earlyNotices)));
 
   const fresh = !input.carried;
-  const state = input.carried ?? (await openState(input));
+  const opened = input.carried ? null : await openState(input);
+  const state = input.carried ?? (opened as OpenedState).state;
   entity = new ConversationEntity(
     { tenantId: input.tenantId, conversationId: input.conversationId, source: input.source ?? 'api' },
     state,
     { timeouts, pendingItems: () => queue.length },
   );
+  // Quiet batches committed before the workflow opened (the gateway applied them with the starting rules).
+  if (opened?.notification) entity.applyNotification(opened.notification);
   for (const text of earlyNotices.splice(0)) entity.notice(text);
   if (fresh) await entity.autoraiseNotice();
   await entity.publish();
@@ -191,12 +200,14 @@ async function run(entity: ConversationEntity, item: QueueItem): Promise<void> {
       return;
     }
     case 'compact': {
+      entity.applyNotification(item.request.notification);
       const result = await entity.compact('manual', { force: true, focusTopic: item.request.focusTopic ?? null });
       await entity.publish();
       item.done.resolve(result);
       return;
     }
     case 'switchModel': {
+      entity.applyNotification(item.request.notification);
       const status = await entity.switchModel(item.request);
       await entity.publish();
       item.done.resolve(status);
@@ -205,7 +216,12 @@ async function run(entity: ConversationEntity, item: QueueItem): Promise<void> {
   }
 }
 
-async function openState(input: ConversationInput): Promise<CarriedState> {
+interface OpenedState {
+  state: CarriedState;
+  notification: NotificationFold | null;
+}
+
+async function openState(input: ConversationInput): Promise<OpenedState> {
   const model = input.model;
   const provider = input.provider ?? null;
   const contextLength = resolveWindow(model, provider, input.contextLength ?? null);
@@ -219,7 +235,8 @@ async function openState(input: ConversationInput): Promise<CarriedState> {
     source: input.source ?? 'api',
     title: input.title ?? null,
   });
-  return {
+  const fold = opened.quietFold ?? null;
+  const state: CarriedState = {
     sessionId: opened.sessionId,
     config: opened.config,
     host: normalizeHostPolicy(opened.host ?? DEFAULT_HOST_POLICY),
@@ -233,7 +250,12 @@ async function openState(input: ConversationInput): Promise<CarriedState> {
     activeTokens: opened.totals.activeTokens,
     readingBaseTokens: opened.totals.activeTokens,
     lastCommitVersion: 0,
-    batches: { appliedSeq: opened.appliedSeq, ahead: [], latestSeq: opened.totals.batchSeq },
+    // The quiet batches of the fold are counted as applied in the log; the workflow applies them right after.
+    batches: {
+      appliedSeq: fold ? Math.min(opened.appliedSeq, fold.fromSeq - 1) : opened.appliedSeq,
+      ahead: [],
+      latestSeq: opened.totals.batchSeq,
+    },
     autoSinceModelCall: false,
     autoTimes: [],
     autoPaused: null,
@@ -248,5 +270,7 @@ async function openState(input: ConversationInput): Promise<CarriedState> {
     lastCommittedCompactionId: null,
     cache: { ...EMPTY_CACHE_TELEMETRY },
     runs: 0,
+    notifyEpoch: opened.notifyEpoch,
   };
+  return { state, notification: fold ? { epoch: opened.notifyEpoch ?? 0, quiet: fold } : null };
 }

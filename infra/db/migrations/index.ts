@@ -8,6 +8,7 @@ import * as m0005 from './0005_leakproof_search.js';
 import * as m0006 from './0006_conversation_log.js';
 import * as m0007 from './0007_compaction_quality.js';
 import * as m0008 from './0008_message_state.js';
+import * as m0009 from './0009_quiet_batches.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0006_conversation_log': m0006,
   '0007_compaction_quality': m0007,
   '0008_message_state': m0008,
+  '0009_quiet_batches': m0009,
 };
 
 export const migrationProvider: MigrationProvider = {

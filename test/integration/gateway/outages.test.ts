@@ -68,17 +68,27 @@ describe('the worker is down', () => {
     });
     await gw.stack.stopWorker();
     try {
+      // A batch that needs no decision (engine/quietBatches.ts) is decided on at commit: status and prepared
+      // context answer without the worker.
       const posted = await gw.call('POST', `/v1/conversations/${conv}/messages`, key, {
         messages: [message('during', 'm1')],
       });
       expect(posted.status).toBe(202);
       const status = await gw.call('GET', `/v1/conversations/${conv}/status`, key);
       expect(status.status).toBe(200);
-      expect(status.json).toMatchObject({ activeMessages: 2, batchSeq: 2, appliedSeq: 1, published: true });
+      expect(status.json).toMatchObject({ activeMessages: 2, batchSeq: 2, appliedSeq: 2, published: true });
       const messages = await gw.call('GET', `/v1/conversations/${conv}/messages`, key);
       expect(messages.json.messages.map((m: any) => m.message.content)).toEqual(['before', 'during']);
+      const quietContext = await gw.call('GET', `/v1/conversations/${conv}/context`, key);
+      expect(quietContext.status, quietContext.text).toBe(200);
+      expect(quietContext.json.messages.map((m: any) => m.content)).toEqual(['before', 'during']);
+      // A usage reading over the threshold needs the workflow's post-response check: waits end in 503.
+      const reading = {
+        messages: [{ message: { role: 'assistant', content: 'waiting' }, idempotencyKey: 'm2' }],
+        usage: { prompt_tokens: 150_000, completion_tokens: 10, total_tokens: 150_010 },
+      };
       for (const [method, path, body] of [
-        ['POST', `/v1/conversations/${conv}/messages`, { messages: [message('waiting', 'm2')], wait: true }],
+        ['POST', `/v1/conversations/${conv}/messages`, { ...reading, wait: true }],
         ['GET', `/v1/conversations/${conv}/context`, undefined],
         ['POST', `/v1/conversations/${conv}/compact`, {}],
       ] as const) {
@@ -87,6 +97,10 @@ describe('the worker is down', () => {
         expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
         expect(res.json.message).toMatch(/worker|Temporal/);
       }
+      expect((await gw.call('GET', `/v1/conversations/${conv}/status`, key)).json).toMatchObject({
+        batchSeq: 3,
+        appliedSeq: 2,
+      });
     } finally {
       await gw.stack.startWorker();
     }
@@ -194,9 +208,18 @@ describe('Temporal is unreachable', () => {
     const conv = (await gw.call('POST', '/v1/conversations', key, {})).json.conversationId as string;
     const extra = await extraGateway({ temporalAddress: `127.0.0.1:${await freePort()}` });
     try {
-      const posted = await request(extra.url, 'POST', `/v1/conversations/${conv}/messages`, key, {
+      // A batch that needs no decision is accepted without Temporal (quiet batches, engine/quietBatches.ts).
+      expect((await gw.call('GET', `/v1/conversations/${conv}/context`, key)).status).toBe(200);
+      const quiet = await request(extra.url, 'POST', `/v1/conversations/${conv}/messages`, key, {
         messages: [message('while Temporal is away', 'away')],
       });
+      expect(quiet.status, JSON.stringify(quiet.json)).toBe(202);
+      // A reading over the threshold needs the workflow: stored, then 503 naming Temporal.
+      const reading = {
+        messages: [{ message: { role: 'assistant', content: 'a long answer' }, idempotencyKey: 'reading' }],
+        usage: { prompt_tokens: 190_000, completion_tokens: 10, total_tokens: 190_010 },
+      };
+      const posted = await request(extra.url, 'POST', `/v1/conversations/${conv}/messages`, key, reading);
       expect(posted.status).toBe(503);
       expect(posted.json.message).toMatch(/Temporal is unavailable/);
       expect(posted.json.message).toMatch(/stored/);
@@ -205,21 +228,23 @@ describe('Temporal is unreachable', () => {
       expect(created.status).toBe(503);
       const status = await request(extra.url, 'GET', `/v1/conversations/${conv}/status`, key);
       expect(status.status).toBe(200);
+      expect(status.json).toMatchObject({ batchSeq: 2, appliedSeq: 1 });
       const messages = await request(extra.url, 'GET', `/v1/conversations/${conv}/messages`, key);
-      expect(messages.json.messages.map((m: any) => m.message.content)).toEqual(['while Temporal is away']);
+      expect(messages.json.messages.map((m: any) => m.message.content)).toEqual([
+        'while Temporal is away',
+        'a long answer',
+      ]);
       // The client's retry through a gateway that reaches Temporal: a duplicate that notifies the workflow, which
-      // learns that batch 1 exists and (its own notification having been lost) counts it applied after a short wait.
-      const retried = await gw.call('POST', `/v1/conversations/${conv}/messages`, key, {
-        messages: [message('while Temporal is away', 'away')],
-      });
+      // learns that batch 2 exists and (its own notification having been lost) counts it applied after a short wait.
+      const retried = await gw.call('POST', `/v1/conversations/${conv}/messages`, key, reading);
       expect(retried.json).toEqual({ accepted: 1, stored: 0, duplicates: 1 });
       let applied = 0;
-      for (let i = 0; i < 150 && applied < 1; i++) {
+      for (let i = 0; i < 150 && applied < 2; i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
         applied = (await gw.call('GET', `/v1/conversations/${conv}/status`, key)).json.appliedSeq;
       }
-      expect(applied).toBe(1);
-      expect((await allRows(gw.testDb.db, tenantId)).length).toBe(1);
+      expect(applied).toBe(2);
+      expect((await allRows(gw.testDb.db, tenantId)).length).toBe(2);
     } finally {
       await extra.app.close();
     }

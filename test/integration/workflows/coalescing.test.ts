@@ -12,7 +12,9 @@ let stack: TestStack;
 
 beforeAll(async () => {
   testDb = await createTestDatabase(inject('databaseUrl'));
-  stack = await createTestStack({ db: testDb.db, summarizer: null });
+  // Every batch notified: coalescing is about notifications waiting in the history (quiet batches send none;
+  // quietBatches.test.ts covers those).
+  stack = await createTestStack({ db: testDb.db, summarizer: null, conversations: { notifyEveryBatch: true } });
 });
 afterAll(async () => {
   await stack?.close();

@@ -37,7 +37,15 @@ beforeAll(async () => {
     dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': CAN_LIMIT },
   });
   testDb = await createTestDatabase(inject('databaseUrl'));
-  stack = await createStackAt({ address: server.address, namespace: server.namespace, db: testDb.db, summarizer });
+  // Every batch notified: the runs must grow to the history limit one batch at a time (quiet batches would leave
+  // the history untouched; test/integration/gateway/quietBatches.test.ts covers those).
+  stack = await createStackAt({
+    address: server.address,
+    namespace: server.namespace,
+    db: testDb.db,
+    summarizer,
+    conversations: { notifyEveryBatch: true },
+  });
 });
 afterAll(async () => {
   await stack?.close();

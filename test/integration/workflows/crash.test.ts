@@ -108,10 +108,12 @@ function startWorkerProcess(taskQueue: string, hook: Record<string, string>): Wo
 }
 
 /** A task queue of its own with an in-process worker factory; the worker is stopped until the kill has happened. */
-async function caseStack(): Promise<{ stack: TestStack; db: Kysely<Database> }> {
+async function caseStack(
+  conversations: { notifyEveryBatch?: boolean } = {},
+): Promise<{ stack: TestStack; db: Kysely<Database> }> {
   const db = createDb({ connectionString: testDb.url, maxConnections: 4 });
   pools.add(db);
-  const stack = await createTestStack({ db, summarizer: fixedSummarizer });
+  const stack = await createTestStack({ db, summarizer: fixedSummarizer, conversations });
   stacks.add(stack);
   await stack.stopWorker();
   return { stack, db };
@@ -400,7 +402,8 @@ describe.concurrent('worker killed during a compaction phase', () => {
   }
 
   it('recordState: the worker dies after publishing a batch → after a restart it is applied once, nothing stored twice', async () => {
-    const { stack, db } = await caseStack();
+    // Every batch notified, so that each one is published (a quiet batch would need no publication at all).
+    const { stack, db } = await caseStack({ notifyEveryBatch: true });
     // The workflow publishes its state at start and after the first batch; the third publication (the second batch)
     // is written and then never reported.
     const proc = startWorkerProcess(stack.taskQueue, { PAUSE_AFTER: 'recordState', PAUSE_SKIP: '2' });

@@ -74,6 +74,7 @@ export async function createStackAt(options: StackAtOptions): Promise<StackAt> {
   });
   // Chat availability as the gateway checks it in production (no provider or key: refused before anything is stored).
   const client = new Conversations(options.db, temporal, {
+    baseConfig: normalizeCompressionConfig(options.baseConfig ?? {}),
     chatProblem: (row) =>
       chatProviderProblem(
         options.activityDeps?.providers ?? null,

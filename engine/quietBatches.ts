@@ -1,0 +1,174 @@
+// Quiet batches (issue #11 §2: Temporal only where it decides something). The conversation workflow publishes the
+// rules below with its state; the gateway judges each committed batch against them and tells the workflow only
+// about batches that could change a decision. A quiet batch is folded (its effect on the state, summed) and the fold
+// travels with the next notification, where the workflow applies it before that notification's own decisions.
+// The rules are conservative: they ignore every brake (cooldowns, breakers, pauses, "one compaction per model call"),
+// so a batch they call quiet makes no decision whatever the brakes say; a loud batch that decides nothing only costs
+// a notification. Pure: the workflow, the gateway and the property test share these functions.
+
+import type { CompressorState } from './compressorState.js';
+import { TRIP_STRIKES } from './constants.js';
+import { gatewayHygieneDecision } from './hygiene.js';
+import type { Usage } from './types.js';
+
+/** What the workflow publishes: valid while `epoch` equals the conversation's notification epoch in the log. */
+export interface QuietRules {
+  /** The conversation's notification epoch the workflow's state has seen (every notification bumps it). */
+  epoch: number;
+  enabled: boolean;
+  contextLength: number;
+  thresholdTokens: number;
+  hardMessageLimit: number;
+  /**
+   * A usage reading below the threshold may wait for the next notification: it sets the reading and clears the
+   * strikes (a verdict below the threshold too, SPEC §7.3/§7.4) the same way later as now — unless the guard would
+   * trip on it, at a time that depends on when it is applied.
+   */
+  usageQuiet: boolean;
+  /**
+   * False while automatic compaction is paused at a fixed point: a user message lifts the pause (SPEC §19). No
+   * decision depends on it before the next notification, but the published status shows the pause lifted at once.
+   */
+  usersQuiet: boolean;
+  lastPromptTokens: number;
+  readingBaseTokens: number;
+}
+
+/** The summed effect of the quiet batches since the last notification (StoredBatch fields only, no content). */
+export interface QuietFold {
+  fromSeq: number;
+  toSeq: number;
+  batches: number;
+  users: number;
+  freshAssistant: boolean;
+  /** Totals after the last quiet batch. */
+  version: number;
+  activeMessages: number;
+  activeTokens: number;
+  /** Merged usage of the quiet batches' responses (each field: its last positive value), when any had one. */
+  usage: Usage | null;
+  usageVersion: number;
+  readingBaseTokens: number;
+}
+
+/** The fields of a committed batch the rules look at (a StoredBatch is one). */
+export interface QuietBatchView {
+  seq: number | null;
+  version: number;
+  activeMessages: number;
+  activeTokens: number;
+  users: number;
+  freshAssistant: boolean;
+  incoming: { rows: number; tokens: number } | null;
+  usage?: Usage;
+  usageTailTokens?: number;
+}
+
+const positive = (value: unknown): number | null =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null;
+
+/** The rules for the workflow's current state (null: every batch must be notified, e.g. a compaction is running). */
+export function quietRulesOf(input: {
+  epoch: number;
+  enabled: boolean;
+  contextLength: number;
+  thresholdTokens: number;
+  hardMessageLimit: number;
+  compressor: CompressorState;
+  readingBaseTokens: number;
+  compacting: boolean;
+  pausedAtFixedPoint: boolean;
+}): QuietRules | null {
+  if (input.compacting) return null;
+  const s = input.compressor;
+  return {
+    epoch: input.epoch,
+    enabled: input.enabled,
+    contextLength: input.contextLength,
+    thresholdTokens: input.thresholdTokens,
+    hardMessageLimit: input.hardMessageLimit,
+    usageQuiet: !(s.fallbackStreak >= TRIP_STRIKES && s.trippedUntil === null),
+    usersQuiet: !input.pausedAtFixedPoint,
+    lastPromptTokens: s.lastPromptTokens,
+    readingBaseTokens: input.readingBaseTokens,
+  };
+}
+
+/** The reading the workflow holds after the fold (SPEC §3.4: last real reading + what came after it). */
+function readingAfter(rules: QuietRules, fold: QuietFold | null): { lastPromptTokens: number; base: number } {
+  const prompt = positive(fold?.usage?.prompt_tokens);
+  return {
+    lastPromptTokens: prompt ?? rules.lastPromptTokens,
+    base: fold?.usage ? fold.readingBaseTokens : rules.readingBaseTokens,
+  };
+}
+
+/**
+ * True when the batch, applied after the fold, can make no decision: no post-response check that could trigger or
+ * give a verdict (SPEC §7.3, §7.6), no gateway hygiene (SPEC §11.2), no preflight trigger for an incoming message,
+ * no pause to lift.
+ */
+export function isQuiet(rules: QuietRules, fold: QuietFold | null, batch: QuietBatchView): boolean {
+  if (batch.users > 0 && !rules.usersQuiet) return false;
+  const { base } = readingAfter(rules, fold);
+  let { lastPromptTokens } = readingAfter(rules, fold);
+  if (batch.usage) {
+    if (!rules.usageQuiet) return false;
+    // The post-response check looks at the reading after the response; a response without input tokens keeps
+    // the previous one (SPEC §7.3), which may be over the threshold already.
+    lastPromptTokens = positive(batch.usage.prompt_tokens) ?? lastPromptTokens;
+    if (lastPromptTokens >= rules.thresholdTokens) return false;
+  }
+  if (!batch.incoming || !rules.enabled) return true;
+  const hygiene = gatewayHygieneDecision({
+    historyLength: Math.max(0, batch.activeMessages - batch.incoming.rows),
+    historyTokens: Math.max(0, batch.activeTokens - batch.incoming.tokens),
+    contextLength: rules.contextLength,
+    lastPromptTokens,
+    enabled: rules.enabled,
+    hardMessageLimit: rules.hardMessageLimit,
+  });
+  if (hygiene.run) return false;
+  // With a reading the workflow runs no preflight check (the reading is the newest measure, SPEC §7.6).
+  if (batch.usage) return true;
+  const context = lastPromptTokens > 0 ? lastPromptTokens + Math.max(0, batch.activeTokens - base) : batch.activeTokens;
+  return context < rules.thresholdTokens;
+}
+
+/** Adds a quiet batch to the fold. */
+export function foldQuiet(fold: QuietFold | null, batch: QuietBatchView): QuietFold {
+  const seq = batch.seq ?? fold?.toSeq ?? 0;
+  const merged: Usage | null = batch.usage ? mergeUsage(fold?.usage ?? null, batch.usage) : (fold?.usage ?? null);
+  return {
+    fromSeq: fold?.fromSeq ?? seq,
+    toSeq: seq,
+    batches: (fold?.batches ?? 0) + (batch.seq === null ? 0 : 1),
+    users: (fold?.users ?? 0) + batch.users,
+    freshAssistant: (fold?.freshAssistant ?? false) || batch.freshAssistant,
+    version: batch.version,
+    activeMessages: batch.activeMessages,
+    activeTokens: batch.activeTokens,
+    usage: merged,
+    usageVersion: batch.usage ? batch.version : (fold?.usageVersion ?? 0),
+    readingBaseTokens: batch.usage ? batch.activeTokens - (batch.usageTailTokens ?? 0) : (fold?.readingBaseTokens ?? 0),
+  };
+}
+
+function mergeUsage(before: Usage | null, next: Usage): Usage {
+  const pick = (key: keyof Usage) => positive(next[key]) ?? positive(before?.[key]);
+  const out: Usage = {};
+  for (const key of ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const) {
+    const value = pick(key);
+    if (value !== null) out[key] = value;
+  }
+  return out;
+}
+
+/** The reading the status shows while quiet batches are not yet known to the workflow. */
+export function quietReading(rules: QuietRules, fold: QuietFold | null, activeTokens: number) {
+  const { lastPromptTokens, base } = readingAfter(rules, fold);
+  return {
+    lastPromptTokens,
+    contextTokens: lastPromptTokens > 0 ? lastPromptTokens + Math.max(0, activeTokens - base) : activeTokens,
+  };
+}

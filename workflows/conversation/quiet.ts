@@ -1,0 +1,85 @@
+// Quiet batches on the workflow's side (engine/quietBatches.ts, issue #11 §2): the rules it publishes for its
+// current state, and how the fold of the quiet batches a notification carries changes that state. Pure and
+// deterministic (no Temporal API), so the property test runs the same code as the workflow.
+import type { NotificationFold, QuietRules } from '../../contracts/conversationLog.js';
+import {
+  type CompressionConfig,
+  ContextCompressor,
+  normalizeCompressorState,
+  quietRulesOf,
+} from '../../engine/index.js';
+import { absorbTotals, type CarriedState, markRangeApplied } from './state.js';
+
+/** The rules the gateway judges the next batches by (null: notify every batch while a compaction runs). */
+export function quietRulesFor(state: CarriedState, engine: ContextCompressor, compacting: boolean): QuietRules | null {
+  return quietRulesOf({
+    epoch: state.notifyEpoch ?? 0,
+    enabled: state.config.enabled,
+    contextLength: state.contextLength,
+    thresholdTokens: engine.thresholdTokens,
+    hardMessageLimit: state.config.hygieneHardMessageLimit,
+    compressor: engine.exportState(),
+    readingBaseTokens: state.readingBaseTokens,
+    compacting,
+    pausedAtFixedPoint: state.autoPaused === 'fixed_point',
+  });
+}
+
+/**
+ * The rules of a conversation that has decided nothing yet (epoch 0): written with the conversation's row, so that
+ * its first batches need not wait for the workflow's first publication (which replaces them).
+ */
+export function startingQuietRules(
+  config: CompressionConfig,
+  window: { model: string; provider: string | null; contextLength: number },
+): QuietRules | null {
+  const engine = new ContextCompressor({
+    model: window.model,
+    contextLength: window.contextLength,
+    ...(window.provider ? { provider: window.provider } : {}),
+    config,
+    summarize: async () => {
+      throw new Error('the starting rules never summarise');
+    },
+  });
+  return quietRulesOf({
+    epoch: 0,
+    enabled: config.enabled,
+    contextLength: window.contextLength,
+    thresholdTokens: engine.thresholdTokens,
+    hardMessageLimit: config.hygieneHardMessageLimit,
+    compressor: normalizeCompressorState({}),
+    readingBaseTokens: 0,
+    compacting: false,
+    pausedAtFixedPoint: false,
+  });
+}
+
+/**
+ * The quiet batches committed since the previous notification, applied before what the notification brings: their
+ * totals, flags and merged usage reading, as each batch would have been applied (none of them could decide).
+ */
+export function applyNotificationFold(
+  state: CarriedState,
+  engine: ContextCompressor,
+  notification: NotificationFold | undefined,
+): void {
+  if (!notification) return;
+  state.notifyEpoch = Math.max(state.notifyEpoch ?? 0, notification.epoch);
+  const quiet = notification.quiet;
+  // A fold is carried again by every notification until a publication covers it: applied once.
+  if (!quiet || quiet.toSeq <= state.batches.appliedSeq) return;
+  absorbTotals(state, quiet);
+  if (quiet.freshAssistant) state.autoSinceModelCall = false;
+  if (quiet.users > 0) {
+    state.userSinceCompaction = true;
+    if (state.autoPaused === 'fixed_point') state.autoPaused = null;
+  }
+  if (quiet.usage && quiet.usageVersion > state.lastCommitVersion) {
+    state.readingBaseTokens = quiet.readingBaseTokens;
+    engine.updateFromResponse(quiet.usage);
+    state.autoSinceModelCall = false;
+  }
+  state.processedBatches += quiet.batches;
+  markRangeApplied(state.batches, quiet.fromSeq, quiet.toSeq);
+}
