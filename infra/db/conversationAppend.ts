@@ -2,10 +2,17 @@
 // retried as a whole (SPEC §13.6). Idempotency keys are unique per conversation: a key already stored with the same
 // message is a duplicate (skipped, reported), with a different message the whole batch is refused
 // (IdempotencyConflictError). Positions continue after the last active row of the session, in batch order.
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, sql, type UpdateObject } from 'kysely';
 import { canonicalJson } from '../../engine/commit/messageKeys.js';
 import type { ChatMessage } from '../../engine/types.js';
-import { addToTotals, type LogTotals, lockConversation, requireLockedConversation, totalsOf } from './conversations.js';
+import {
+  addToTotals,
+  type LogTotals,
+  lockConversation,
+  requireLockedConversation,
+  totalsAfterAppend,
+  totalsOf,
+} from './conversations.js';
 import { fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
 import { insertMessageRows, type RowTarget } from './messages.js';
 import type { ConversationRow, Database } from './schema.js';
@@ -120,8 +127,12 @@ export async function appendToConversation(
   conversationId: string,
   items: readonly AppendItem[],
   options: {
-    /** Runs with the conversation's row as it was locked, before the append. */
-    within?: (tx: TenantTx, result: AppendResult, head: ConversationRow) => Promise<void>;
+    /**
+     * Columns of the conversation's row to set in the statement that adds the batch to its totals, from the row as
+     * it was locked and the append's result (its totals as they will be).
+     */
+    settle?: (result: AppendResult, head: ConversationRow) => UpdateObject<Database, 'conversations'> | null;
+    within?: (tx: TenantTx, result: AppendResult) => Promise<void>;
   } = {},
 ): Promise<AppendResult> {
   validateItems(items);
@@ -130,12 +141,30 @@ export async function appendToConversation(
     const target = { sessionId: conversation.current_session_id, conversationId };
     await lockSession(tx, tenantId, target.sessionId);
     const { appended, duplicates } = await appendLocked(tx, tenantId, target, items);
-    const totals =
-      appended.length > 0
-        ? await addToTotals(tx, tenantId, conversationId, { messages: appended.length, tokens: tokensOf(appended) })
-        : totalsOf(conversation);
-    const result: AppendResult = { appended, duplicates, ...target, totals };
-    if (options.within) await options.within(tx, result, conversation);
+    const delta = { messages: appended.length, tokens: tokensOf(appended) };
+    const fresh = appended.length > 0;
+    // Under the row's lock the totals after the batch are known before the statement that writes them.
+    const result: AppendResult = {
+      appended,
+      duplicates,
+      ...target,
+      totals: fresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
+    };
+    const extra = options.settle?.(result, conversation) ?? null;
+    if (fresh) {
+      const written = await addToTotals(tx, tenantId, conversationId, delta, extra ?? {});
+      if (written.version !== result.totals?.version || written.batchSeq !== result.totals.batchSeq) {
+        throw new Error(`conversation ${conversationId}: totals moved under its lock`);
+      }
+    } else if (extra) {
+      await tx
+        .updateTable('conversations')
+        .set(extra)
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', conversationId)
+        .execute();
+    }
+    if (options.within) await options.within(tx, result);
     return result;
   });
 }

@@ -130,13 +130,23 @@ async function bump(
 }
 
 /** After an append: add the rows to the totals, count the batch, bump the version. The conversation must be locked. */
+export const totalsAfterAppend = (head: ConversationRow, delta: { messages: number; tokens: number }): LogTotals => ({
+  version: head.version + 1,
+  batchSeq: head.batch_seq + 1,
+  activeMessages: head.active_messages + delta.messages,
+  activeTokens: head.active_tokens + delta.tokens,
+});
+
 export function addToTotals(
   tx: TenantTx,
   tenantId: string,
   conversationId: string,
   delta: { messages: number; tokens: number },
+  /** Further columns set by the same statement (the notification decision, infra/db/quietBatches.ts). */
+  extra: UpdateObject<Database, 'conversations'> = {},
 ): Promise<LogTotals> {
   return bump(tx, tenantId, conversationId, {
+    ...extra,
     batch_seq: sql`batch_seq + 1`,
     active_messages: sql`active_messages + ${delta.messages}`,
     active_tokens: sql`active_tokens + ${delta.tokens}`,

@@ -26,7 +26,7 @@ import { getCompaction } from '../../infra/db/compactions.js';
 import { appendToConversation } from '../../infra/db/conversationAppend.js';
 import { createConversation, getConversation, waitApplied } from '../../infra/db/conversations.js';
 import { loadRowsByIds } from '../../infra/db/messages.js';
-import { type NotifyDecision, openNotification, settleNotification } from '../../infra/db/quietBatches.js';
+import { decideNotification, type NotifyDecision, openNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import { getTenantPolicy } from '../../infra/db/tenants.js';
@@ -195,12 +195,12 @@ export class Conversations {
     let head: ConversationRow | undefined;
     let decision: NotifyDecision = { notify: true, notification: null };
     await appendToConversation(this.db, tenantId, conversationId, batch.messages, {
-      within: async (tx, result, locked) => {
+      settle: (result, locked) => {
         stored = storedBatchOf(result, batch);
         head = locked;
-        decision = await settleNotification(tx, tenantId, locked, stored, {
-          loud: loud || this.options.notifyEveryBatch === true,
-        });
+        const decided = decideNotification(locked, stored, { loud: loud || this.options.notifyEveryBatch === true });
+        decision = decided.decision;
+        return decided.set;
       },
     });
     if (!stored || !head) throw new Error(`conversation ${conversationId}: the append did not run`);
