@@ -15,7 +15,7 @@ import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime } f
 import { ConversationClient } from '../clients/conversationClient.js';
 import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
-import { createDb } from '../infra/db/connect.js';
+import { createDb, READ_CONNECTIONS } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import { chatProviderProblem } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
@@ -66,6 +66,10 @@ if (!databaseUrl) {
 }
 const db = createDb({ connectionString: databaseUrl, maxConnections });
 stops.unshift(step('PostgreSQL pool', () => db.destroy()));
+// Reads get their own few connections on a server: a status read never waits in the pool behind write
+// transactions. The embedded database serves one connection: reads share it.
+const readDb = maxConnections > 1 ? createDb({ connectionString: databaseUrl, maxConnections: READ_CONNECTIONS }) : db;
+if (readDb !== db) stops.unshift(step('PostgreSQL read pool', () => readDb.destroy()));
 await migrateToLatest(db);
 
 const server = await startDevServer({
@@ -102,7 +106,9 @@ const connection = await Connection.connect({ address: server.address });
 const key = adminKey();
 const app = await buildGateway({
   db,
+  readDb,
   conversations: new Conversations(db, new ConversationClient(connection), {
+    readDb,
     chatProblem: (row) => chatProviderProblem(llm.providers ?? null, row.provider, process.env),
     baseConfig: config.compression,
   }),

@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { ConversationClient } from '../clients/conversationClient.js';
 import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
-import { createDb } from '../infra/db/connect.js';
+import { createDb, READ_CONNECTIONS } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import { chatProviderProblem, parseProvidersConfig } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
@@ -18,7 +18,10 @@ import { closeHttp, handleShutdown } from './runtime/shutdown.js';
 
 const config = loadConfig();
 const providers = parseProvidersConfig(config.raw);
-const db = createDb({ connectionString: await resolveDatabaseUrl(env.DATABASE_URL) });
+const databaseUrl = await resolveDatabaseUrl(env.DATABASE_URL);
+const db = createDb({ connectionString: databaseUrl });
+// Reads get their own few connections: a status read never waits in the pool behind write transactions.
+const readDb = createDb({ connectionString: databaseUrl, maxConnections: READ_CONNECTIONS });
 await migrateToLatest(db);
 // Lazy: the gateway serves reads from PostgreSQL even while Temporal is unreachable (those calls answer 503).
 const connection = Connection.lazy({
@@ -28,7 +31,9 @@ const connection = Connection.lazy({
 const temporal = new ConversationClient(connection, { namespace: env.TEMPORAL_NAMESPACE });
 const app = await buildGateway({
   db,
+  readDb,
   conversations: new Conversations(db, temporal, {
+    readDb,
     chatProblem: (row) => chatProviderProblem(providers, row.provider, process.env),
     baseConfig: config.compression,
   }),
@@ -45,6 +50,7 @@ handleShutdown([
   closeHttp(app),
   { name: 'Temporal connection', run: () => connection.close() },
   { name: 'PostgreSQL pool', run: () => db.destroy() },
+  { name: 'PostgreSQL read pool', run: () => readDb.destroy() },
 ]);
 const address = await app.listen({ port: env.GATEWAY_PORT, host: env.GATEWAY_HOST });
 console.log(`API:  ${address}/v1`);

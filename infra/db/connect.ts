@@ -6,6 +6,9 @@ import type { Database } from './schema.js';
 
 const INT8_OID = 20;
 
+/** Connections of a process's read pool (status, transcript, search, authentication; workers/gateway.ts). */
+export const READ_CONNECTIONS = 4;
+
 export interface DbOptions {
   connectionString: string;
   maxConnections?: number;

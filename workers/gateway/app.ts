@@ -21,6 +21,11 @@ import { installValidators } from './validators.js';
 
 export interface GatewayDeps {
   db: Kysely<Database>;
+  /**
+   * The pool reads use (authentication, status, transcript, search): its own connections, so that a read never
+   * waits in the pool behind write transactions under load. Default: `db`.
+   */
+  readDb?: Kysely<Database>;
   conversations: Conversations;
   metrics: Metrics;
   adminKey: string | null;

@@ -78,6 +78,8 @@ export interface ConversationsOptions {
    * its tenant's policy at creation, so that its first batches need not wait for the workflow's first publication.
    */
   baseConfig?: CompressionConfig;
+  /** The pool reads use (status, waits): its own connections, never queued behind writes. Default: the write pool. */
+  readDb?: Kysely<Database>;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -117,7 +119,7 @@ export class Conversations {
   }
 
   private async require(tenantId: string, conversationId: string): Promise<ConversationRow> {
-    const row = await getConversation(this.db, tenantId, conversationId);
+    const row = await getConversation(this.options.readDb ?? this.db, tenantId, conversationId);
     if (!row) throw new ConversationNotFoundError(conversationId);
     return row;
   }
@@ -223,7 +225,9 @@ export class Conversations {
   async sync(tenantId: string, conversationId: string, timeoutMs = this.waitTimeoutMs): Promise<PublishedStatus> {
     const row = await this.require(tenantId, conversationId);
     await this.ensureWorkflow(tenantId, row);
-    const applied = await waitApplied(this.db, tenantId, conversationId, row.batch_seq, { timeoutMs });
+    const applied = await waitApplied(this.options.readDb ?? this.db, tenantId, conversationId, row.batch_seq, {
+      timeoutMs,
+    });
     if (!applied || applied.state === null) {
       throw new TemporalUnavailableError(
         `the conversation's worker has not processed the accepted messages within ${Math.round(timeoutMs / 1000)} s ` +

@@ -18,10 +18,11 @@ import { HttpError, notFound } from '../errors.js';
 
 export function compactionRoutes(deps: {
   db: Kysely<Database>;
+  readDb?: Kysely<Database>;
   conversations: Conversations;
 }): FastifyPluginAsyncTypebox {
   return async (app) => {
-    requireTenant(app, deps.db);
+    requireTenant(app, deps.readDb ?? deps.db);
 
     app.get(
       '/v1/compactions',
@@ -35,7 +36,7 @@ export function compactionRoutes(deps: {
       },
       async (request) => {
         const status = request.query.status?.split(',');
-        const rows = await listCompactions(deps.db, request.tenantId, {
+        const rows = await listCompactions(deps.readDb ?? deps.db, request.tenantId, {
           ...(status ? { status } : {}),
           limit: request.query.limit ?? DEFAULT_COMPACTIONS_LIMIT,
           offset: request.query.offset ?? 0,
@@ -76,7 +77,7 @@ export function compactionRoutes(deps: {
         },
       },
       async (request) => {
-        const record = await getCompaction(deps.db, request.tenantId, request.params.compactionId);
+        const record = await getCompaction(deps.readDb ?? deps.db, request.tenantId, request.params.compactionId);
         if (!record) throw notFound(`unknown compaction '${request.params.compactionId}'`);
         // Refused before any summarizer call: a replay whose result would be thrown away is never run.
         const refused = notReplayableReason(record);

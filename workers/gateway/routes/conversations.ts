@@ -33,6 +33,8 @@ import { HttpError, notFound } from '../errors.js';
 
 export interface ConversationRouteDeps {
   db: Kysely<Database>;
+  /** The read pool (GatewayDeps.readDb). */
+  readDb?: Kysely<Database>;
   conversations: Conversations;
   cacheTtl: CacheTtl | null;
   /** config.yaml `providers:` (their caching routes decide the markers of the prepared context); null: none. */
@@ -48,7 +50,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
   const { conversations } = deps;
 
   return async (app) => {
-    requireTenant(app, deps.db);
+    requireTenant(app, deps.readDb ?? deps.db);
 
     app.post(
       '/v1/conversations',
@@ -137,7 +139,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
         const status = await conversations.sync(request.tenantId, conversationId);
         const model = request.query.model ?? status.model;
         const provider = request.query.provider || status.provider || null;
-        const rows = await loadTranscript(deps.db, request.tenantId, status.sessionId);
+        const rows = await loadTranscript(deps.readDb ?? deps.db, request.tenantId, status.sessionId);
         // The same prepared context the agent turn sends (engine/prepareContext.ts), for the same provider route.
         const { messages, caching } = prepareContext(
           rows.map((r) => r.message),
@@ -201,7 +203,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
       },
       async (request) => {
         const status = await conversations.status(request.tenantId, request.params.conversationId);
-        const rows = await listMessages(deps.db, request.tenantId, status.sessionId, {
+        const rows = await listMessages(deps.readDb ?? deps.db, request.tenantId, status.sessionId, {
           includeArchived: request.query.archived === true,
         });
         return {

@@ -25,14 +25,18 @@ const list = (v: string | string[] | undefined) =>
           .filter(Boolean)
       : undefined;
 
-export function searchRoutes(deps: { db: Kysely<Database>; metrics: Metrics }): FastifyPluginAsyncTypebox {
+export function searchRoutes(deps: {
+  db: Kysely<Database>;
+  readDb?: Kysely<Database>;
+  metrics: Metrics;
+}): FastifyPluginAsyncTypebox {
   async function run(tenantId: string, q: SearchRequest) {
     const end = deps.metrics.searchDuration.startTimer({ path: routeQuery(q.q) });
     try {
       const sources = list(q.sources);
       const excludeSources = list(q.excludeSources);
       const roles = list(q.roles);
-      const results = await searchMessages(deps.db, tenantId, q.q, {
+      const results = await searchMessages(deps.readDb ?? deps.db, tenantId, q.q, {
         ...(sources ? { sources } : {}),
         ...(excludeSources ? { excludeSources } : {}),
         ...(roles ? { roles } : {}),
@@ -48,7 +52,7 @@ export function searchRoutes(deps: { db: Kysely<Database>; metrics: Metrics }): 
   }
 
   return async (app) => {
-    requireTenant(app, deps.db);
+    requireTenant(app, deps.readDb ?? deps.db);
     const summary =
       'Search the tenant’s messages (Latin via tsvector, CJK via trigram/bigram + LIKE), archived included';
     app.get(
