@@ -34,7 +34,7 @@ interface Phase {
   cpu: CpuReport;
 }
 
-/** Seeds each conversation with an agent history (plain posts), then waits until it is applied. */
+/** Seeds each conversation with an agent history (plain posts, the last with `wait: true`), until it is applied. */
 async function seed(http: JsonHttp, conversations: BenchConversation[], runId: string): Promise<void> {
   await Promise.all(
     conversations.map(async (conversation) => {
@@ -47,7 +47,13 @@ async function seed(http: JsonHttp, conversations: BenchConversation[], runId: s
         const batch = script.next();
         const answer = await http.request('POST', `/v1/conversations/${conversation.id}/messages`, {
           token: conversation.tenant.key,
-          body: { messages: batch.messages, usage: { ...batch.usage, prompt_tokens: 5_000 + 400 * i } },
+          // The last batch waits until the workflow has decided on everything (and started: a conversation's
+          // workflow starts with its first decision or the first request that needs it).
+          body: {
+            messages: batch.messages,
+            usage: { ...batch.usage, prompt_tokens: 5_000 + 400 * i },
+            ...(i === SEED_BATCHES - 1 ? { wait: true } : {}),
+          },
           timeoutMs: 60_000,
         });
         if (!isSuccess(answer)) throw new Error(`seeding ${conversation.id}: ${outcomeOf(answer)}`);
