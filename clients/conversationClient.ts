@@ -18,7 +18,7 @@ import type {
   ConversationInput,
   ConversationStatus,
   SwitchModelRequest,
-  TurnResult,
+  TurnOutcome,
 } from '../contracts/conversation.js';
 import type { StoredBatch } from '../contracts/conversationLog.js';
 import type { conversationWorkflow } from '../workflows/conversation/workflow.js';
@@ -155,7 +155,7 @@ export class ConversationClient {
   }
 
   /** Chat backend mode: runs the agent turn of the stored batch; idempotent by turn id. */
-  chatTurn(tenantId: string, conversationId: string, request: ChatTurnRequest): Promise<TurnResult> {
+  chatTurn(tenantId: string, conversationId: string, request: ChatTurnRequest): Promise<TurnOutcome> {
     return this.update(tenantId, conversationId, (h) =>
       h.startUpdate(chatTurnUpdate, { args: [request], updateId: request.turnId, waitForStage: 'ACCEPTED' }),
     );

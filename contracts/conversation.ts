@@ -104,6 +104,13 @@ export interface TurnResult {
   status: ConversationStatus;
 }
 
+/**
+ * What the chat-turn update returns: the turn without the status. Temporal keeps every completed update's outcome
+ * in the workflow's mutable state (rewritten with each of its tasks), so the status, read from PostgreSQL where the
+ * workflow published it before answering, stays out of it. Outcomes recorded before carried it too.
+ */
+export type TurnOutcome = Omit<TurnResult, 'status'>;
+
 /** Cache economics (issue: LLM providers §4): totals over the turns the system ran, and per compaction. */
 export interface CacheTelemetry {
   turns: number;

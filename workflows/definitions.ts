@@ -7,7 +7,7 @@ import type {
   CompactRequest,
   ConversationStatus,
   SwitchModelRequest,
-  TurnResult,
+  TurnOutcome,
 } from '../contracts/conversation.js';
 import type { StoredBatch } from '../contracts/conversationLog.js';
 
@@ -18,4 +18,4 @@ export const summaryReplacedSignal = defineSignal<[{ compactionId: string; summa
 export const compactUpdate = defineUpdate<CompactionResult, [CompactRequest]>('compact');
 export const switchModelUpdate = defineUpdate<ConversationStatus, [SwitchModelRequest]>('switchModel');
 export const statusQuery = defineQuery<ConversationStatus>('status');
-export const chatTurnUpdate = defineUpdate<TurnResult, [ChatTurnRequest]>('chatTurn');
+export const chatTurnUpdate = defineUpdate<TurnOutcome, [ChatTurnRequest]>('chatTurn');

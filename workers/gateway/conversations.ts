@@ -16,6 +16,7 @@ import type {
   IncomingMessage,
   SubmitMessages,
   SwitchModelRequest,
+  TurnOutcome,
   TurnResult,
 } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
@@ -276,7 +277,7 @@ export class Conversations {
     const { stored, decision } = await this.append(tenantId, conversationId, { messages: request.messages }, true);
     const done = await getTurn(this.db, tenantId, turnId);
     if (done?.messageId == null) await this.ensureWorkflow(tenantId, row);
-    const turn: TurnResult =
+    const outcome: TurnOutcome =
       done?.messageId != null
         ? {
             turnId,
@@ -291,7 +292,6 @@ export class Conversations {
               uncached_input_tokens: done.uncachedInputTokens,
             },
             compaction: null,
-            status: await this.status(tenantId, conversationId),
           }
         : await this.temporal.chatTurn(tenantId, conversationId, {
             turnId,
@@ -299,6 +299,8 @@ export class Conversations {
               decision.notify && decision.notification ? { ...stored, notification: decision.notification } : stored,
             ...(request.tools ? { tools: request.tools } : {}),
           });
+    // The workflow published its status before answering the update: the status comes from PostgreSQL.
+    const turn: TurnResult = { ...outcome, status: await this.status(tenantId, conversationId) };
     const [reply] = await loadRowsByIds(this.db, tenantId, [turn.replyMessageId]);
     if (!reply) throw new Error(`turn ${turnId}: reply row ${turn.replyMessageId} is missing`);
     return { ...turn, reply: reply.message, toolCalls: reply.message.tool_calls ?? [] };

@@ -11,6 +11,7 @@ import type {
   CompactionResult,
   ConversationStatus,
   SwitchModelRequest,
+  TurnOutcome,
   TurnResult,
 } from '../../contracts/conversation.js';
 import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
@@ -271,7 +272,7 @@ export class ConversationEntity {
   }
 
   /** Chat backend mode: the client's messages are stored; run the model, store the reply, record the reading. */
-  async chatTurn(request: ChatTurnRequest): Promise<TurnResult> {
+  async chatTurn(request: ChatTurnRequest): Promise<TurnOutcome> {
     const { state, ids } = this;
     await this.apply(request.batch, { turnFollows: true });
     state.turnSeq += 1;
@@ -297,7 +298,6 @@ export class ConversationEntity {
       finishReason: result.finishReason,
       usage: result.usage,
       compaction,
-      status: this.status(),
     };
   }
 

@@ -21,7 +21,7 @@ import type {
   CompactRequest,
   ConversationStatus,
   SwitchModelRequest,
-  TurnResult,
+  TurnOutcome,
 } from '../../contracts/conversation.js';
 import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
 import { validateNotificationFold, validateStoredBatch } from '../../contracts/validation.js';
@@ -45,7 +45,7 @@ export type { CarriedState, ConversationInput } from './state.js';
 
 type QueueItem =
   | { kind: 'batch'; batch: StoredBatch }
-  | { kind: 'chat'; request: ChatTurnRequest; done: Trigger<TurnResult> }
+  | { kind: 'chat'; request: ChatTurnRequest; done: Trigger<TurnOutcome> }
   | { kind: 'compact'; request: CompactRequest; done: Trigger<CompactionResult> }
   | { kind: 'switchModel'; request: SwitchModelRequest; done: Trigger<ConversationStatus> };
 
@@ -78,7 +78,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   });
   // Sent by replays recorded before the claim check; the next compaction reads the replayed summary from the log.
   setHandler(summaryReplacedSignal, () => undefined);
-  setHandler(chatTurnUpdate, (request) => enqueue<TurnResult>((done) => ({ kind: 'chat', request, done })), {
+  setHandler(chatTurnUpdate, (request) => enqueue<TurnOutcome>((done) => ({ kind: 'chat', request, done })), {
     validator: (request) => {
       if (typeof request?.turnId !== 'string' || request.turnId === '') throw new Error('turnId is required');
       const problem = validateStoredBatch(request.batch);
@@ -188,14 +188,14 @@ async function run(entity: ConversationEntity, item: QueueItem): Promise<void> {
       return;
     case 'chat': {
       // A failed model call (after its retries) fails this update only; the conversation goes on.
-      let outcome: { ok: true; value: TurnResult } | { ok: false; error: unknown };
+      let outcome: { ok: true; value: TurnOutcome } | { ok: false; error: unknown };
       try {
         outcome = { ok: true, value: await entity.chatTurn(item.request) };
       } catch (error) {
         outcome = { ok: false, error };
       }
       await entity.publish();
-      if (outcome.ok) item.done.resolve({ ...outcome.value, status: entity.status() });
+      if (outcome.ok) item.done.resolve(outcome.value);
       else item.done.reject(outcome.error);
       return;
     }
