@@ -105,9 +105,9 @@ export interface TurnResult {
 }
 
 /**
- * What the chat-turn update returns: the turn without the status. Temporal keeps every completed update's outcome
- * in the workflow's mutable state (rewritten with each of its tasks), so the status, read from PostgreSQL where the
- * workflow published it before answering, stays out of it. Outcomes recorded before carried it too.
+ * What the chat-turn update returns: the turn without the status. Every completed update's outcome is recorded in
+ * the workflow's history, so the status, read from PostgreSQL where the workflow published it before answering,
+ * stays out of it. Outcomes recorded before carried it too.
  */
 export type TurnOutcome = Omit<TurnResult, 'status'>;
 

@@ -129,7 +129,7 @@ async function bump(
   return totalsOf(row);
 }
 
-/** After an append: add the rows to the totals, count the batch, bump the version. The conversation must be locked. */
+/** The totals addToTotals will write for a batch appended to the locked row `head` (known before it writes them). */
 export const totalsAfterAppend = (head: ConversationRow, delta: { messages: number; tokens: number }): LogTotals => ({
   version: head.version + 1,
   batchSeq: head.batch_seq + 1,
@@ -137,6 +137,7 @@ export const totalsAfterAppend = (head: ConversationRow, delta: { messages: numb
   activeTokens: head.active_tokens + delta.tokens,
 });
 
+/** After an append: add the rows to the totals, count the batch, bump the version. The conversation must be locked. */
 export function addToTotals(
   tx: TenantTx,
   tenantId: string,

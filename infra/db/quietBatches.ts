@@ -1,9 +1,10 @@
 // Quiet batches in the conversation log (migration 0009, engine/quietBatches.ts; issue #11 §2). Inside the append's
 // transaction, with the conversation row locked, a committed batch is judged against the rules the workflow
-// published (the verdict is written by the append's own statement on the row): a quiet one is folded into the row and counted as applied at once (no notification); any other opens a
-// new notification epoch and carries the fold. Manual compactions and model switches carry it the same way. The fold
-// stays in the row until the workflow's publication covers it (recordApplied), so a notification that never arrives
-// loses nothing: the next one carries the fold again (the workflow applies a fold once).
+// published, and the verdict is written by the append's own statement on the row: a quiet batch is folded into the
+// row and counted as applied at once (no notification); any other opens a new notification epoch and carries the
+// fold. Manual compactions and model switches carry it the same way. The fold stays in the row until the workflow's
+// publication covers it (recordApplied), so a notification that never arrives loses nothing: the next one carries
+// the fold again (the workflow applies a fold once).
 import { type Kysely, sql, type UpdateObject } from 'kysely';
 import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
 import { foldQuiet, isQuiet } from '../../engine/quietBatches.js';
