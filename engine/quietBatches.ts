@@ -110,8 +110,9 @@ function readingAfter(rules: QuietRules, fold: QuietFold | null): { lastPromptTo
  */
 export function isQuiet(rules: QuietRules, fold: QuietFold | null, batch: QuietBatchView): boolean {
   if (batch.users > 0 && !rules.usersQuiet) return false;
-  const { base } = readingAfter(rules, fold);
-  let { lastPromptTokens } = readingAfter(rules, fold);
+  const after = readingAfter(rules, fold);
+  const base = after.base;
+  let lastPromptTokens = after.lastPromptTokens;
   if (batch.usage) {
     if (!rules.usageQuiet) return false;
     // The post-response check looks at the reading after the response; a response without input tokens keeps

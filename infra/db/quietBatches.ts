@@ -53,12 +53,15 @@ export function decideNotification(
   };
 }
 
-/** Before a manual compaction or a model switch: a new epoch, and the quiet batches to apply before it. */
+/**
+ * Before a manual compaction or a model switch: a new epoch, and the quiet batches to apply before it; with the
+ * conversation's row as it was locked.
+ */
 export function openNotification(
   db: Kysely<Database>,
   tenantId: string,
   conversationId: string,
-): Promise<NotificationFold> {
+): Promise<{ notification: NotificationFold; head: ConversationRow }> {
   return withTenantWrite(db, tenantId, async (tx) => {
     const head = await requireLockedConversation(tx, tenantId, conversationId);
     await tx
@@ -67,6 +70,6 @@ export function openNotification(
       .where('tenant_id', '=', tenantId)
       .where('id', '=', head.id)
       .execute();
-    return { epoch: head.notify_epoch + 1, quiet: head.quiet_fold };
+    return { notification: { epoch: head.notify_epoch + 1, quiet: head.quiet_fold }, head };
   });
 }

@@ -308,8 +308,8 @@ export class Conversations {
 
   /** A manual compaction; the summary text of its stats comes from the store (it never travels through Temporal). */
   async compact(tenantId: string, conversationId: string, request: CompactRequest = {}): Promise<CompactionResult> {
-    await this.ensureWorkflow(tenantId, await this.require(tenantId, conversationId));
-    const notification = await openNotification(this.db, tenantId, conversationId);
+    const { notification, head } = await openNotification(this.db, tenantId, conversationId);
+    await this.ensureWorkflow(tenantId, head);
     const result = await this.temporal.compact(tenantId, conversationId, { ...request, notification });
     if (!result.stats || result.stats.summary !== null) return result;
     const stored = (await getCompaction(this.db, tenantId, result.compactionId))?.stats as { summary?: unknown } | null;
@@ -322,8 +322,8 @@ export class Conversations {
     conversationId: string,
     request: SwitchModelRequest,
   ): Promise<ConversationStatus> {
-    await this.ensureWorkflow(tenantId, await this.require(tenantId, conversationId));
-    const notification = await openNotification(this.db, tenantId, conversationId);
+    const { notification, head } = await openNotification(this.db, tenantId, conversationId);
+    await this.ensureWorkflow(tenantId, head);
     return this.temporal.switchModel(tenantId, conversationId, { ...request, notification });
   }
 

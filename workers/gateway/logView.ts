@@ -67,6 +67,26 @@ export function storedBatchOf(result: AppendResult, batch: SubmitMessages): Stor
   return stored;
 }
 
+/**
+ * Quiet batches (engine/quietBatches.ts) are decided without the workflow: their reading and count come from the
+ * fold while the rules they were judged by are current (before the first snapshot: the starting rules).
+ */
+function quietOverlay(row: ConversationRow, base: ConversationStatus): Partial<ConversationStatus> {
+  const rules = row.quiet_rules;
+  if (!rules || rules.epoch !== row.notify_epoch) return {};
+  const fold = row.quiet_fold;
+  const reading = quietReading(rules, fold, row.active_tokens);
+  const pending = fold && fold.toSeq > row.state_seq ? fold.batches : 0;
+  return {
+    contextLength: rules.contextLength,
+    thresholdTokens: rules.thresholdTokens,
+    lastPromptTokens: reading.lastPromptTokens,
+    contextTokens: reading.contextTokens,
+    usagePercent: rules.contextLength ? Math.min(100, (reading.contextTokens / rules.contextLength) * 100) : 0,
+    processedBatches: base.processedBatches + pending,
+  };
+}
+
 /** The status from the conversation's row: the published snapshot, or the starting one before the first. */
 export function statusOf(tenantId: string, row: ConversationRow): PublishedStatus {
   const published = row.state;
@@ -77,25 +97,7 @@ export function statusOf(tenantId: string, row: ConversationRow): PublishedStatu
       0,
       [],
     );
-  // Quiet batches (engine/quietBatches.ts) are decided without the workflow: their reading and count come from
-  // the fold while the rules they were judged by are current (before the first snapshot: the starting rules).
-  const rules = row.quiet_rules;
-  const fold = row.quiet_fold;
-  const quiet =
-    rules && rules.epoch === row.notify_epoch
-      ? (() => {
-          const reading = quietReading(rules, fold, row.active_tokens);
-          const pending = fold && fold.toSeq > row.state_seq ? fold.batches : 0;
-          return {
-            contextLength: rules.contextLength,
-            thresholdTokens: rules.thresholdTokens,
-            lastPromptTokens: reading.lastPromptTokens,
-            contextTokens: reading.contextTokens,
-            usagePercent: rules.contextLength ? Math.min(100, (reading.contextTokens / rules.contextLength) * 100) : 0,
-            processedBatches: base.processedBatches + pending,
-          };
-        })()
-      : {};
+  const quiet = quietOverlay(row, base);
   return {
     ...base,
     ...quiet,

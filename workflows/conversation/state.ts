@@ -11,7 +11,12 @@ import type {
 
 export type { AppliedBatches, CarriedState, ConversationInput };
 
-import { type CacheTtl, type ContextCompressor, promptCachingState } from '../../engine/index.js';
+import {
+  type CacheTtl,
+  type ContextCompressor,
+  normalizeCompressorState,
+  promptCachingState,
+} from '../../engine/index.js';
 
 export const EMPTY_CACHE_TELEMETRY: CacheTelemetry = {
   turns: 0,
@@ -22,6 +27,46 @@ export const EMPTY_CACHE_TELEMETRY: CacheTelemetry = {
   watching: null,
   lastRecovery: null,
 };
+
+/** What a conversation opens with: the fields it is opened with, everything else as it is before any decision. */
+export type OpeningFields = Pick<
+  CarriedState,
+  | 'sessionId'
+  | 'config'
+  | 'host'
+  | 'policyVersion'
+  | 'cacheTtl'
+  | 'compactionSeq'
+  | 'version'
+  | 'activeMessages'
+  | 'activeTokens'
+  | 'batches'
+  | 'contextLength'
+  | 'model'
+  | 'provider'
+  | 'notifyEpoch'
+>;
+
+export function openingState(fields: OpeningFields): CarriedState {
+  return {
+    ...fields,
+    compressor: normalizeCompressorState({}),
+    turnSeq: 0,
+    readingBaseTokens: fields.activeTokens,
+    lastCommitVersion: 0,
+    autoSinceModelCall: false,
+    autoTimes: [],
+    autoPaused: null,
+    userSinceCompaction: false,
+    hygieneCooldownUntil: null,
+    processedBatches: 0,
+    lastCompaction: null,
+    notices: [],
+    lastCommittedCompactionId: null,
+    cache: { ...EMPTY_CACHE_TELEMETRY },
+    runs: 0,
+  };
+}
 
 /** Tokens the next request is estimated to carry: last real reading + estimate of what came after it (§3.4). */
 export function contextTokens(state: CarriedState, engine: ContextCompressor): number {

@@ -25,7 +25,7 @@ import type {
 } from '../../contracts/conversation.js';
 import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
 import { validateNotificationFold, validateStoredBatch } from '../../contracts/validation.js';
-import { DEFAULT_HOST_POLICY, normalizeCompressorState, normalizeHostPolicy } from '../../engine/index.js';
+import { DEFAULT_HOST_POLICY, normalizeHostPolicy } from '../../engine/index.js';
 import { storeActivityOptions } from '../activityOptions.js';
 import { DEFAULT_COMPACTION_TIMEOUTS } from '../compaction.js';
 import {
@@ -38,7 +38,7 @@ import {
 } from '../definitions.js';
 import { newSessionId } from '../ids.js';
 import { ConversationEntity } from './entity.js';
-import { type CarriedState, type ConversationInput, EMPTY_CACHE_TELEMETRY, skipGaps, startingStatus } from './state.js';
+import { type CarriedState, type ConversationInput, openingState, skipGaps, startingStatus } from './state.js';
 import { resolveWindow } from './window.js';
 
 export type { CarriedState, ConversationInput } from './state.js';
@@ -236,41 +236,26 @@ async function openState(input: ConversationInput): Promise<OpenedState> {
     title: input.title ?? null,
   });
   const fold = opened.quietFold ?? null;
-  const state: CarriedState = {
+  const state = openingState({
     sessionId: opened.sessionId,
     config: opened.config,
     host: normalizeHostPolicy(opened.host ?? DEFAULT_HOST_POLICY),
     policyVersion: opened.policyVersion,
     cacheTtl: opened.cacheTtl,
-    compressor: normalizeCompressorState({}),
     compactionSeq: opened.compactionSeq,
-    turnSeq: 0,
     version: opened.totals.version,
     activeMessages: opened.totals.activeMessages,
     activeTokens: opened.totals.activeTokens,
-    readingBaseTokens: opened.totals.activeTokens,
-    lastCommitVersion: 0,
     // The quiet batches of the fold are counted as applied in the log; the workflow applies them right after.
     batches: {
       appliedSeq: fold ? Math.min(opened.appliedSeq, fold.fromSeq - 1) : opened.appliedSeq,
       ahead: [],
       latestSeq: opened.totals.batchSeq,
     },
-    autoSinceModelCall: false,
-    autoTimes: [],
-    autoPaused: null,
-    userSinceCompaction: false,
-    hygieneCooldownUntil: null,
     contextLength,
     model,
     provider,
-    processedBatches: 0,
-    lastCompaction: null,
-    notices: [],
-    lastCommittedCompactionId: null,
-    cache: { ...EMPTY_CACHE_TELEMETRY },
-    runs: 0,
     notifyEpoch: opened.notifyEpoch,
-  };
+  });
   return { state, notification: fold ? { epoch: opened.notifyEpoch ?? 0, quiet: fold } : null };
 }

@@ -14,7 +14,6 @@ import {
   HYGIENE_FAILURE_COOLDOWN_S,
   isQuiet,
   normalizeCompressionConfig,
-  normalizeCompressorState,
   normalizeHostPolicy,
   type QuietFold,
   type QuietRules,
@@ -22,12 +21,7 @@ import {
 import { conversationBreaker, pruneAutoTimes, reachedFixedPoint } from '../../../workflows/conversation/brakes.js';
 import { applyOutcome } from '../../../workflows/conversation/outcome.js';
 import { applyNotificationFold, quietRulesFor } from '../../../workflows/conversation/quiet.js';
-import {
-  absorbTotals,
-  contextTokens,
-  EMPTY_CACHE_TELEMETRY,
-  markApplied,
-} from '../../../workflows/conversation/state.js';
+import { absorbTotals, contextTokens, markApplied, openingState } from '../../../workflows/conversation/state.js';
 
 /** user: ends with a user message; exchange: user + assistant (usage); assistant: a reply (usage); tool: an assistant
  * tool call and its result; answered: user + assistant without usage; reply-ask: a reply (usage), then the user. */
@@ -77,37 +71,22 @@ export class SimConversation {
     configured: Partial<CompressionConfig> = {},
   ) {
     const config = normalizeCompressionConfig(configured);
-    this.state = {
+    this.state = openingState({
       sessionId: 's1',
       config,
       host: normalizeHostPolicy({ background: false, maxAutoPerHour: 4 }),
       policyVersion: 0,
       cacheTtl: null,
-      compressor: normalizeCompressorState({}),
       compactionSeq: 0,
-      turnSeq: 0,
       version: 0,
       activeMessages: 0,
       activeTokens: 0,
-      readingBaseTokens: 0,
-      lastCommitVersion: 0,
       batches: { appliedSeq: 0, ahead: [], latestSeq: 0 },
-      autoSinceModelCall: false,
-      autoTimes: [],
-      autoPaused: null,
-      userSinceCompaction: false,
-      hygieneCooldownUntil: null,
       contextLength: CONTEXT_LENGTH,
       model: 'test-model',
       provider: null,
-      processedBatches: 0,
-      lastCompaction: null,
-      notices: [],
-      lastCommittedCompactionId: null,
-      cache: { ...EMPTY_CACHE_TELEMETRY },
-      runs: 0,
       notifyEpoch: 0,
-    };
+    });
     this.engine = new ContextCompressor({
       model: 'test-model',
       contextLength: CONTEXT_LENGTH,
