@@ -2,6 +2,7 @@
 // a decision is committed and applied by the gateway alone — no signal, no workflow task, no activity — and its
 // effect reaches the workflow folded into the next notification; a batch that could decide is notified at once.
 import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { setTenantPolicy } from '../../../infra/db/tenants.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
@@ -144,5 +145,23 @@ describe('quiet batches', () => {
       .getHandle(conversationWorkflowId(t, conv))
       .query<{ lastPromptTokens: number; processedBatches: number }>('status');
     expect(query).toMatchObject({ lastPromptTokens: 2_200, processedBatches: beforeSwitch.processedBatches });
+  });
+
+  it('a new conversation has no workflow until one is needed; it opens with the batches folded before', async () => {
+    const t = await newTenant(testDb.db);
+    const conv = randomUUID();
+    await stack.client.create(t, conv, MODEL);
+    for (let i = 0; i < 4; i++) await stack.client.submit(t, conv, exchange(i, 5_000 + i * 100));
+    const before = await stack.client.status(t, conv);
+    expect(before).toMatchObject({ batchSeq: 4, appliedSeq: 4, published: false, lastPromptTokens: 5_300 });
+    expect(before.thresholdTokens).toBeGreaterThan(0);
+    const handle = stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv));
+    await expect(handle.describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+
+    // A read that must reflect every decision starts the workflow; it applies the fold when it opens.
+    const synced = await stack.client.sync(t, conv);
+    expect(synced).toMatchObject({ published: true, processedBatches: 4, lastPromptTokens: 5_300, appliedSeq: 4 });
+    const query = await handle.query<{ lastPromptTokens: number; processedBatches: number }>('status');
+    expect(query).toMatchObject({ lastPromptTokens: 5_300, processedBatches: 4 });
   });
 });
