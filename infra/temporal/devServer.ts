@@ -21,6 +21,8 @@ export interface DevServerOptions {
   uiPort?: number | false;
   /** SQLite file for persistence across restarts; absent keeps state in memory. */
   dbFile?: string;
+  /** SQLite pragmas of the file store (`--sqlite-pragma`), e.g. `{ journal_mode: 'wal' }`; only with `dbFile`. */
+  sqlitePragmas?: Record<string, string>;
   namespace?: string;
   searchAttributes?: readonly SearchAttributeSpec[];
   /** Extra dynamic config, e.g. `{ 'limit.historyCount.suggestContinueAsNew': 200 }`. */
@@ -80,11 +82,20 @@ async function startOnce(options: DevServerOptions): Promise<DevServer> {
   if (options.dbFile) {
     mkdirSync(dirname(options.dbFile), { recursive: true });
     args.push('--db-filename', options.dbFile);
+    for (const [pragma, value] of Object.entries(options.sqlitePragmas ?? {})) {
+      args.push('--sqlite-pragma', `${pragma}=${value}`);
+    }
   }
   for (const sa of options.searchAttributes ?? []) args.push('--search-attribute', `${sa.name}=${sa.type}`);
   // The dev server hands tasks to workers at most ~20 times a second by default (~50 ms per workflow step after a
   // short burst); a compaction has a dozen steps, so raise it (measured: 647 ms → 156 ms p50 per compaction).
-  const dynamicConfig = { 'history.transferProcessorMaxPollRPS': 1000, ...options.dynamicConfig };
+  // Eager activities: the answer to a workflow task that schedules an activity carries the activity task itself
+  // (the SDK asks for it by default), so an activity starts without a trip through matching.
+  const dynamicConfig = {
+    'history.transferProcessorMaxPollRPS': 1000,
+    'system.enableActivityEagerExecution': true,
+    ...options.dynamicConfig,
+  };
   for (const [key, value] of Object.entries(dynamicConfig)) {
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   }

@@ -91,6 +91,9 @@ describe('npm run demo on embedded defaults', () => {
     expect(output).toMatch(/Search '圧縮' .*: [1-9]\d* shown/);
     expect(output).toContain('>>>圧縮<<<');
     expect(existsSync(join(dataDir, 'pglite'))).toBe(true);
+    // The dev server's store runs in write-ahead-log mode (workers/dev.ts): its log file sits beside the database.
+    expect(existsSync(join(dataDir, 'temporal.sqlite'))).toBe(true);
+    expect(existsSync(join(dataDir, 'temporal.sqlite-wal'))).toBe(true);
   });
 
   it('serves the API (healthz, docs) while it keeps running', async () => {
