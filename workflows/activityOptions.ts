@@ -2,7 +2,7 @@
 // §5): every activity heartbeats while it runs (activities/guard.ts), so a task lost with a killed worker is retried
 // within HEARTBEAT_TIMEOUT instead of its start-to-close timeout; start-to-close stays a generous upper bound.
 // Errors no retry can fix are non-retryable ApplicationFailures raised by the activities themselves.
-import type { ActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 import type { CompactionTimeouts } from '../contracts/compaction.js';
 import { FailureType } from '../contracts/failures.js';
 
@@ -24,6 +24,16 @@ export const storeActivityOptions: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
   heartbeatTimeout: `${HEARTBEAT_TIMEOUT_SECONDS} seconds`,
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
+};
+
+/**
+ * The state publication (`recordState`, one short write) as a local activity: it runs inside the workflow task
+ * that decided, so a publication costs no task round trip through the server. A worker that dies during it loses
+ * the workflow task, which the server hands to another worker after its timeout; the write is idempotent.
+ */
+export const localStoreActivityOptions: LocalActivityOptions = {
+  startToCloseTimeout: storeActivityOptions.startToCloseTimeout,
+  retry: storeActivityOptions.retry,
 };
 
 /**

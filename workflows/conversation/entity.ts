@@ -2,7 +2,13 @@
 // already committed to PostgreSQL when the workflow hears of them (a content-free StoredBatch); the workflow takes
 // the decisions: the post-response check (SPEC §7.6), gateway hygiene (SPEC §11), the preflight check, compactions
 // as child workflows, model switches (SPEC §4.6) and, in chat backend mode, the agent turn.
-import { patched, proxyActivities, setCurrentDetails, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setCurrentDetails,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { ConversationActivities } from '../../activities/conversation.js';
 import type { RespondActivities } from '../../activities/respond.js';
 import type { CompactionTimeouts, CompactionTrigger } from '../../contracts/compaction.js';
@@ -25,7 +31,7 @@ import {
   NOTICE_MODEL_SWITCH,
   type Usage,
 } from '../../engine/index.js';
-import { modelActivityOptions, storeActivityOptions } from '../activityOptions.js';
+import { localStoreActivityOptions, modelActivityOptions, storeActivityOptions } from '../activityOptions.js';
 import { CompactionCount, ContextTokens, ConversationId, Model, SessionId, TenantId } from '../searchAttributes.js';
 import { BackgroundCompactions } from './background.js';
 import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './brakes.js';
@@ -36,6 +42,11 @@ import { absorbTotals, buildStatus, type CarriedState, contextTokens, detailsTex
 import { resolveWindow } from './window.js';
 
 const store = proxyActivities<ConversationActivities>(storeActivityOptions);
+/** The publication runs in the worker's own workflow task: no server round trip (DESIGN.md §3). */
+const localStore = proxyLocalActivities<ConversationActivities>(localStoreActivityOptions);
+
+/** Patch id of local publications: histories recorded before it scheduled `recordState` as an activity task. */
+const LOCAL_PUBLISH_PATCH = 'local-publish';
 const model = proxyActivities<RespondActivities>(modelActivityOptions);
 
 const MAX_NOTICES = 20;
@@ -116,8 +127,9 @@ export class ConversationEntity {
     ]);
     setCurrentDetails(detailsText(this.ids, status));
     const ids = { tenantId: this.ids.tenantId, conversationId: this.ids.conversationId };
+    const publisher = patched(LOCAL_PUBLISH_PATCH) ? localStore : store;
     const record = (policyVersion: number | null) =>
-      store.recordState({
+      publisher.recordState({
         ...ids,
         appliedSeq: this.state.batches.appliedSeq,
         policyVersion,

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
+import { activityRuns, settledHistory } from '../../support/harness/activityRuns.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
 import { batch, newTenant } from './transcript.js';
@@ -24,12 +25,10 @@ afterAll(async () => {
 const MODEL = { model: 'test-model-200k', contextLength: 200_000 };
 
 async function recordStateCalls(tenantId: string, conversationId: string): Promise<number> {
-  const history = await stack.temporal.client.workflow
-    .getHandle(conversationWorkflowId(tenantId, conversationId))
-    .fetchHistory();
-  return (history.events ?? []).filter(
-    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'recordState',
-  ).length;
+  const history = await settledHistory(
+    stack.temporal.client.workflow.getHandle(conversationWorkflowId(tenantId, conversationId)),
+  );
+  return activityRuns(history).recordState ?? 0;
 }
 
 describe('pending notifications', () => {

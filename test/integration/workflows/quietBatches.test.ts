@@ -6,6 +6,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { setTenantPolicy } from '../../../infra/db/tenants.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
+import { activityRuns, settledHistory } from '../../support/harness/activityRuns.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { fixedSummarizer } from '../../support/harness/fixedSummarizer.js';
 import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
@@ -27,14 +28,13 @@ const MODEL = { model: 'test-model-200k', contextLength: 200_000 };
 
 /** What the conversation's workflow history holds so far: signals, and the state publications. */
 async function historyCounts(tenantId: string, conversationId: string) {
-  const history = await stack.temporal.client.workflow
-    .getHandle(conversationWorkflowId(tenantId, conversationId))
-    .fetchHistory();
+  const history = await settledHistory(
+    stack.temporal.client.workflow.getHandle(conversationWorkflowId(tenantId, conversationId)),
+  );
   const events = history.events ?? [];
   return {
     signals: events.filter((e) => e.workflowExecutionSignaledEventAttributes).length,
-    publications: events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'recordState')
-      .length,
+    publications: activityRuns(history).recordState ?? 0,
   };
 }
 

@@ -59,7 +59,11 @@ describe('committed histories', () => {
   it('cover both sides of every patch: the paths before and after each patched change', () => {
     const patchesOf = (h: (typeof histories)[number]) =>
       (h.history.events as Array<Record<string, unknown>>)
-        .filter((e) => e.eventType === 'EVENT_TYPE_MARKER_RECORDED')
+        .filter(
+          (e) =>
+            e.eventType === 'EVENT_TYPE_MARKER_RECORDED' &&
+            (e.markerRecordedEventAttributes as { markerName: string }).markerName === 'core_patch',
+        )
         .map((e) => {
           const details = (
             e.markerRecordedEventAttributes as { details: Record<string, { payloads: [{ data: string }] }> }
@@ -69,14 +73,19 @@ describe('committed histories', () => {
           ).id;
         });
     const patched = new Set(histories.flatMap(patchesOf));
-    expect([...patched].sort()).toEqual(['background-compaction', 'coalesce-batches', 'replay-claim-check']);
+    expect([...patched].sort()).toEqual([
+      'background-compaction',
+      'coalesce-batches',
+      'local-publish',
+      'replay-claim-check',
+    ]);
     // The first generation has no marker at all: it replays the unpatched paths.
-    const later = (h: (typeof histories)[number]) => /^(claim-check|quiet-batches)\./.test(h.workflowId);
+    const later = (h: (typeof histories)[number]) => /^(claim-check|quiet-batches|local-publish)\./.test(h.workflowId);
     expect(histories.filter((h) => !later(h) && patchesOf(h).length > 0)).toEqual([]);
   });
 
   it('replay against workflows/ without a single error', async () => {
-    expect(histories.length).toBeGreaterThanOrEqual(27);
+    expect(histories.length).toBeGreaterThanOrEqual(36);
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: productBundle }, histories)) {
       results.push(result);
