@@ -1,6 +1,6 @@
 // One wrapper around every activity of the worker (issue #9 §1, §3 and §5):
-// - it heartbeats while the activity runs, so a task lost with a killed worker is retried within the heartbeat
-//   timeout (workflows/activityOptions.ts) instead of its start-to-close timeout;
+// - it heartbeats while an activity task runs, so a task lost with a killed worker is retried within the heartbeat
+//   timeout (workflows/activityOptions.ts) instead of its start-to-close timeout (local activities: no heartbeat);
 // - it hands a provider call's LlmFailure (infra/llm/errors.ts) to Temporal as an ApplicationFailure of its type,
 //   retryability and retry delay;
 // - it turns errors no retry can fix into non-retryable ApplicationFailures with a type from contracts/failures.ts:
@@ -68,7 +68,10 @@ function currentContext(): Context | null {
   }
 }
 
-/** Wraps every activity: heartbeats every `heartbeatIntervalMs` while it runs, and classifies its errors. */
+/**
+ * Wraps every activity: heartbeats every `heartbeatIntervalMs` while it runs (a task, not a local activity), and
+ * classifies its errors.
+ */
 export function guardActivities<T extends Record<string, (...args: any[]) => Promise<unknown>>>(
   activities: T,
   options: { heartbeatIntervalMs?: number } = {},
@@ -77,7 +80,9 @@ export function guardActivities<T extends Record<string, (...args: any[]) => Pro
   const guarded: Record<string, (...args: any[]) => Promise<unknown>> = {};
   for (const [name, fn] of Object.entries(activities)) {
     guarded[name] = async (...args: any[]) => {
-      const context = currentContext();
+      // A local activity has no heartbeat (its workflow task is its lease): the server would refuse each one.
+      const found = currentContext();
+      const context = found && !found.info.isLocal ? found : null;
       context?.heartbeat();
       const timer = context ? setInterval(() => context.heartbeat(), interval) : null;
       try {
