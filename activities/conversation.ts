@@ -130,16 +130,12 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
       /** What the gateway need not notify (engine/quietBatches.ts); absent in histories recorded before it. */
       quietRules?: QuietRules | null;
     }): Promise<{ recorded: boolean; policyVersion: number }> {
-      const policy = await getTenantPolicy(db, input.tenantId);
-      const policyVersion = policy?.version ?? 0;
-      if (input.policyVersion !== null && policyVersion !== input.policyVersion)
-        return { recorded: false, policyVersion };
-      await recordApplied(db, input.tenantId, input.conversationId, {
+      return recordApplied(db, input.tenantId, input.conversationId, {
         appliedSeq: input.appliedSeq,
         state: input.status,
         quietRules: input.quietRules ?? null,
+        policyVersion: input.policyVersion,
       });
-      return { recorded: true, policyVersion };
     },
 
     async loadTenantConfig(input: { tenantId: string }): Promise<TenantConfig> {

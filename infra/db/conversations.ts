@@ -178,33 +178,39 @@ export const totalsOf = (row: ConversationRow): LogTotals => ({
 });
 
 /**
- * The workflow took every decision due for the batches up to `appliedSeq`: store that, its status snapshot and its
- * quiet rules (migration 0009). The applied sequence never goes back (quiet batches advance it too), and a retried
- * activity with an older snapshot changes nothing.
+ * Publishes what the workflow decided, in one statement: the applied position (never back), the status snapshot
+ * and the quiet rules, and clears the fold the publication covers. With `policyVersion`, only while the tenant's
+ * policy is still at that version (the status was computed with it); the version found is returned either way.
+ * A publication older than the one stored (`state_seq`) changes nothing and counts as recorded.
  */
 export async function recordApplied(
   db: Kysely<Database>,
   tenantId: string,
   conversationId: string,
-  applied: { appliedSeq: number; state: object; quietRules?: QuietRules | null },
-): Promise<void> {
-  await withTenantWrite(db, tenantId, (tx) =>
-    tx
-      .updateTable('conversations')
-      // The status holds texts from elsewhere (provider error messages, notices): stored as storable JSON.
-      .set({
-        applied_seq: sql`greatest(applied_seq, ${applied.appliedSeq}::bigint)`,
-        state_seq: applied.appliedSeq,
-        state: JSON.stringify(toStorableJson(applied.state)),
-        quiet_rules: applied.quietRules ? JSON.stringify(applied.quietRules) : null,
-        // The quiet batches this publication covers were delivered and applied.
-        quiet_fold: sql`CASE WHEN (quiet_fold->>'toSeq')::bigint <= ${applied.appliedSeq}::bigint THEN NULL ELSE quiet_fold END`,
-      })
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', conversationId)
-      .where('state_seq', '<=', applied.appliedSeq)
-      .execute(),
+  applied: { appliedSeq: number; state: object; quietRules?: QuietRules | null; policyVersion?: number | null },
+): Promise<{ recorded: boolean; policyVersion: number }> {
+  const expected = applied.policyVersion ?? null;
+  const result = await withTenantWrite(db, tenantId, (tx) =>
+    sql<{ version: number | null }>`
+      WITH policy AS (SELECT policy_version FROM tenants WHERE id = ${tenantId}),
+      published AS (
+        UPDATE conversations
+           SET applied_seq = greatest(applied_seq, ${applied.appliedSeq}::bigint),
+               state_seq = ${applied.appliedSeq}::bigint,
+               -- The status holds texts from elsewhere (provider error messages, notices): stored as storable JSON.
+               state = ${JSON.stringify(toStorableJson(applied.state))}::jsonb,
+               quiet_rules = ${applied.quietRules ? JSON.stringify(applied.quietRules) : null}::jsonb,
+               -- The quiet batches this publication covers were delivered and applied.
+               quiet_fold = CASE WHEN (quiet_fold->>'toSeq')::bigint <= ${applied.appliedSeq}::bigint
+                                 THEN NULL ELSE quiet_fold END
+         WHERE tenant_id = ${tenantId} AND id = ${conversationId} AND state_seq <= ${applied.appliedSeq}::bigint
+           AND (${expected}::integer IS NULL
+                OR ${expected}::integer = coalesce((SELECT policy_version FROM policy), 0))
+        RETURNING 1)
+      SELECT (SELECT policy_version FROM policy) AS version`.execute(tx),
   );
+  const policyVersion = Number(result.rows[0]?.version ?? 0);
+  return { recorded: expected === null || expected === policyVersion, policyVersion };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

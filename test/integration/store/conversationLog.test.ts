@@ -13,7 +13,7 @@ import { listMessages, loadTranscript } from '../../../infra/db/messages.js';
 import { searchMessages } from '../../../infra/db/search/index.js';
 import { IdempotencyConflictError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
-import { ensureTenant } from '../../../infra/db/tenants.js';
+import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { assistant, statsFor, summaryText, toolCall, toolResult, uniqueId, user } from './storeFixtures.js';
 
@@ -229,6 +229,38 @@ describe('the workflow’s published state', () => {
     const waiting = waitApplied(testDb.db, TENANT, conv, 4, { timeoutMs: 5_000 });
     await recordApplied(testDb.db, TENANT, conv, { appliedSeq: 4, state: { marker: 'four' } });
     expect((await waiting)?.state).toEqual({ marker: 'four' });
+  });
+
+  it('is written only while the tenant policy is at the version the status was computed with', async () => {
+    const tenant = 'tenant-log-policy';
+    await ensureTenant(testDb.db, { id: tenant, name: 'p' });
+    const conv = uniqueId('conv');
+    await createConversation(testDb.db, tenant, {
+      id: conv,
+      sessionId: uniqueId('s'),
+      model: 'acme-chat',
+      provider: null,
+      contextLength: null,
+      source: 'api',
+      title: null,
+    });
+    const start = await recordApplied(testDb.db, tenant, conv, { appliedSeq: 1, state: { marker: 'one' } });
+    expect(start).toEqual({ recorded: true, policyVersion: 0 });
+    const version = (await setTenantPolicy(testDb.db, tenant, { compression: { threshold: 0.6 } })).version;
+    expect(version).toBeGreaterThan(0);
+
+    // Computed with the old policy: nothing written, the current version returned.
+    const stale = await recordApplied(testDb.db, tenant, conv, {
+      appliedSeq: 2,
+      state: { marker: 'two' },
+      policyVersion: 0,
+    });
+    expect(stale).toEqual({ recorded: false, policyVersion: version });
+    expect(await getConversation(testDb.db, tenant, conv)).toMatchObject({ applied_seq: 1, state: { marker: 'one' } });
+
+    const current = { appliedSeq: 2, state: { marker: 'two' }, policyVersion: version };
+    expect(await recordApplied(testDb.db, tenant, conv, current)).toEqual({ recorded: true, policyVersion: version });
+    expect(await getConversation(testDb.db, tenant, conv)).toMatchObject({ applied_seq: 2, state: { marker: 'two' } });
   });
 
   it('another tenant sees no conversation record (row-level security)', async () => {
