@@ -70,5 +70,9 @@ export function cutWithSuffix(s: string, limit: number, suffix = '...'): string 
 
 /** Whitespace runs collapsed to one space, both ends trimmed (SPEC §9.5, §18.5). */
 export function collapseWhitespace(s: string): string {
-  return s.replace(/\s+/g, ' ').trim();
+  // Most texts have nothing to collapse: check that first (one pass, no new string).
+  return NEEDS_COLLAPSE.test(s) ? s.replace(/\s+/g, ' ').trim() : s;
 }
+
+/** Whitespace other than single spaces between words: a leading or trailing one, a run, or a tab, newline, etc. */
+const NEEDS_COLLAPSE = /^\s|\s$|\s\s|[^\S ]/;

@@ -212,8 +212,14 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
     const text = contentText(row.content);
     state.ranking.add(text);
     if (row.role === 'user') {
+      const from = userSentences.length;
       readUserMessage(text, index, state, userSentences);
-      const request = userSentences.filter((u) => u.message === index && u.kind === 'request').at(-1);
+      // This message's last request (its sentences are the ones just added; an earlier one may have grown).
+      let request: UserSentence | undefined;
+      for (let i = userSentences.length - 1; i >= Math.max(0, from - 1) && !request; i--) {
+        const u = userSentences[i] as UserSentence;
+        if (u.message === index && u.kind === 'request') request = u;
+      }
       if (request) lastUserRequest = { text: request.text, answered: false };
     } else if (row.role === 'assistant') {
       if (lastUserRequest) (lastUserRequest as { answered: boolean }).answered = true;
@@ -278,17 +284,22 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
 const TRIM_ORDER: readonly (keyof SummarySections)[] = ['critical', 'done', 'files', 'user', 'superseded', 'blocked'];
 
 function fitBudget(sections: SummarySections, budgetTokens: number): string {
-  let body = renderSections(sections);
+  const body = renderSections(sections);
   let tokens = estimateTokensRough(body);
+  if (tokens <= budgetTokens) return body;
   for (const key of TRIM_ORDER) {
     const list = sections[key];
-    while (tokens > budgetTokens && list.length > 0) {
-      // Identifiers are ranked: drop from the end; other lists are chronological: drop the oldest.
-      const removed = key === 'critical' ? list.pop() : list.shift();
+    // Identifiers are ranked: drop from the end; other lists are chronological: drop the oldest. Counted first,
+    // removed at once (one item at a time from the front of a long list is quadratic).
+    let dropped = 0;
+    while (tokens > budgetTokens && dropped < list.length) {
+      const removed = key === 'critical' ? list[list.length - 1 - dropped] : list[dropped];
       tokens -= estimateTokensRough(`- ${removed}\n`);
+      dropped += 1;
     }
+    if (key === 'critical') list.length -= dropped;
+    else list.splice(0, dropped);
     if (tokens <= budgetTokens) break;
   }
-  body = renderSections(sections);
-  return body;
+  return renderSections(sections);
 }
