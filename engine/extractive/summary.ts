@@ -243,10 +243,16 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
   const addVocabulary = (t: string) => {
     for (const token of contentTokens(t)) vocabulary.add(token);
   };
+  // A goal of the previous summary that was a decision the window superseded is no longer the goal (a superseded
+  // decision is never stated as current).
+  const kept = state.lists.goal.items.filter((g) => !state.superseded.has(g) || state.decisions.has(g));
+  if (kept.length < state.lists.goal.items.length) state.lists.goal = new ItemList(kept);
   const hadGoal = state.lists.goal.items.length > 0;
-  const goalMessage = hadGoal
-    ? null
-    : (userSentences.find((u) => u.kind === 'statement' || u.kind === 'request')?.message ?? null);
+  // A message that decides ("Let's plan the mobile launch with Vera.") states the goal too, while its decision is
+  // current: without it, the first off-topic question after it would become the goal.
+  const statesGoal = (u: UserSentence) =>
+    u.kind === 'statement' || u.kind === 'request' || (u.kind === 'decision' && state.decisions.has(u.text));
+  const goalMessage = hadGoal ? null : (userSentences.find(statesGoal)?.message ?? null);
   for (const u of userSentences) {
     if (u.kind !== 'statement' && u.kind !== 'request') addVocabulary(u.text);
     else if (u.message === goalMessage) addVocabulary(u.text);
@@ -256,6 +262,7 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
     vocabulary.size === 0 || hasIdentifier(t) || contentTokens(t).some((tok) => vocabulary.has(tok));
   for (const u of userSentences) {
     if (u.kind === 'constraint') state.lists.constraints.push(u.text);
+    if (u.kind === 'decision' && u.message === goalMessage && statesGoal(u)) state.lists.goal.push(u.text);
     if (u.kind !== 'statement' && u.kind !== 'request') continue;
     if (u.message === goalMessage) state.lists.goal.push(u.text);
     else if (onTopic(u.text)) state.lists.user.push(`User ${u.kind === 'request' ? 'asked' : 'said'}: ${u.text}`);

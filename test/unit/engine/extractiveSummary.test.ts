@@ -59,6 +59,40 @@ describe('buildExtractiveSummaryBody (issue #15 §2)', () => {
     expect(decisions).not.toMatch(/- Current: .*billing database/);
   });
 
+  it('takes the goal from a first message that only decides, not from a later off-topic question', () => {
+    const text = body([
+      { role: 'user', content: "Let's plan the mobile launch with Vera." },
+      { role: 'assistant', content: 'Sounds good — what constraints should I keep in mind?' },
+      { role: 'user', content: 'Absolutely never hardcode API keys in source.' },
+      { role: 'user', content: "What's the weather like lately?" },
+      { role: 'assistant', content: 'Happy to chat about that briefly.' },
+    ]);
+    const goal = text.slice(text.indexOf('## Goal'), text.indexOf('## Constraints'));
+    expect(goal).toContain("- Let's plan the mobile launch with Vera.");
+    expect(goal).not.toContain('weather');
+  });
+
+  it('never keeps a superseded decision as the goal, in the window or from the previous summary', () => {
+    const goalOf = (text: string) => text.slice(text.indexOf('## Goal'), text.indexOf('## Constraints'));
+    // The window's first plan is overridden later: the goal is the current plan.
+    expect(goalOf(body(window))).toContain("Let's instead rewrite the auth layer.");
+    expect(goalOf(body(window))).not.toContain('billing database');
+    // A previous summary whose goal was a plan that the new window overrides.
+    const previous = body([{ role: 'user', content: "Let's plan the mobile launch with Vera." }]);
+    expect(goalOf(previous)).toContain('mobile launch');
+    const next = body(
+      [
+        { role: 'user', content: `${SUMMARY_PREFIX}\n${previous}` },
+        { role: 'assistant', content: 'Continuing.' },
+        { role: 'user', content: "Actually — scratch that. Let's instead ship the web app first." },
+      ],
+      previous,
+    );
+    expect(goalOf(next)).not.toContain('mobile launch');
+    expect(goalOf(next)).toContain("Let's instead ship the web app first.");
+    expect(next).toMatch(/- Superseded \(no longer current\): Let's plan the mobile launch with Vera\./);
+  });
+
   it('lists files, open errors and every identifier of the window', () => {
     const text = body(window);
     expect(text).toContain('- src/app.ts (written by write_file)');
