@@ -9,6 +9,8 @@ export interface ReadRow {
   id: number;
   position: number;
   message: ChatMessage;
+  /** An operator pinned it (SPEC §19 `rehydrate_pinned`): a copy of it is pinned too. */
+  pinned?: boolean;
 }
 
 /** The compressed transcript and where its summary is. */
@@ -32,6 +34,8 @@ export interface NewRow {
   message: ChatMessage;
   position: number;
   summaryBody?: string;
+  /** The copy of a pinned row (rotation): the new row is pinned as well. */
+  pinned?: true;
 }
 
 export interface InPlacePlan {
@@ -99,9 +103,14 @@ export function planInPlace(rows: readonly ReadRow[], t: CompactedTranscript): I
 
 /** SPEC §13.3: the new session holds all of M; the old rows M does not carry are the compaction's compacted rows. */
 export function planRotation(rows: readonly ReadRow[], t: CompactedTranscript): RotationPlan {
-  const carried = new Set(carriedIndexes(rows, t.output));
+  const carriedBy = carriedIndexes(rows, t.output);
+  const carried = new Set(carriedBy);
   return {
-    inserts: t.output.map((message, position) => newRow(t, message, position)),
+    // A carried row's copy keeps its pin (a pinned message stays pinned in the new session).
+    inserts: t.output.map((message, position) => {
+      const row = newRow(t, message, position);
+      return rows[carriedBy[position] ?? -1]?.pinned ? { ...row, pinned: true as const } : row;
+    }),
     notCarriedIds: rows.filter((_, r) => !carried.has(r)).map((row) => row.id),
   };
 }

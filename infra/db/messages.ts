@@ -106,6 +106,8 @@ export interface RowToInsert {
   idempotencyKey?: string;
   compactionId?: string;
   summaryBody?: string;
+  /** Pinned by an operator (a rotation's copy of a pinned row); default false. */
+  pinned?: boolean;
 }
 
 export interface InsertedRow {
@@ -150,6 +152,7 @@ export async function insertMessageRows(
       compaction_id: row.compactionId,
       summary_body: row.summaryBody,
       token_estimate: estimateMessageTokensRough(fieldsToMessage(fields)),
+      pinned: row.pinned === true ? true : undefined,
     };
   });
   // The ids are drawn first (in batch order) so that the state rows of the same statement can name them; a row
@@ -160,15 +163,16 @@ export async function insertMessageRows(
         FROM (SELECT * FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS r(
                 ord integer, role text, content text, content_parts jsonb, tool_calls jsonb, tool_call_id text,
                 tool_name text, extra jsonb, raw_message text, position integer, idempotency_key text,
-                compaction_id text, summary_body text, token_estimate integer)
+                compaction_id text, summary_body text, token_estimate integer, pinned boolean)
                ORDER BY r.ord) AS r),
     ins AS (
       INSERT INTO messages (id, tenant_id, session_id, conversation_id, role, content, content_parts, tool_calls,
-                            tool_call_id, tool_name, extra, raw_message, idempotency_key, summary_body, token_estimate)
+                            tool_call_id, tool_name, extra, raw_message, idempotency_key, summary_body, token_estimate,
+                            pinned)
       OVERRIDING SYSTEM VALUE
       SELECT r.id, ${tenantId}, ${target.sessionId}, ${target.conversationId}, r.role, r.content, r.content_parts,
              r.tool_calls, r.tool_call_id, r.tool_name, r.extra, r.raw_message, r.idempotency_key, r.summary_body,
-             r.token_estimate
+             r.token_estimate, coalesce(r.pinned, false)
         FROM r
        ORDER BY r.id
       ON CONFLICT (tenant_id, conversation_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

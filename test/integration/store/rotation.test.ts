@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
 import { type CommitOutcome, commitRotation } from '../../../infra/db/compactionCommit/index.js';
 import { getCompaction } from '../../../infra/db/compactions.js';
-import { listMessages, loadRowsByIds, loadTranscript } from '../../../infra/db/messages.js';
+import { listMessages, loadRowsByIds, loadTranscript, setMessagePinned } from '../../../infra/db/messages.js';
 import {
   createSession,
   getSession,
@@ -59,6 +59,44 @@ async function rotate(
 }
 
 describe('commitRotation', () => {
+  it('keeps the pin of every row it carries into the new session (SPEC §19 rehydrate_pinned)', async () => {
+    const seeded = await seedSession(testDb.db, TENANT, history);
+    const rows = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
+    const [first, , third, last] = rows;
+    // Pinned: the first question (carried again after the summary, as rehydration does) and the last answer.
+    for (const row of [first!, last!]) {
+      expect(await setMessagePinned(testDb.db, TENANT, seeded.conversationId, row.id, true)).toBe(row.id);
+    }
+    const body = 'Found the login bug.';
+    const compactionId = await newCompaction(testDb.db, { ...seeded, tenantId: TENANT }, { inPlace: false });
+    const outcome = await commitRotation(testDb.db, TENANT, {
+      oldSessionId: seeded.sessionId,
+      newSessionId: uniqueId('rot'),
+      compactionId,
+      expectedRowIds: rows.map((r) => r.id),
+      output: [user(summaryText(body)), first!.message, third!.message, last!.message],
+      summaryIndex: 0,
+      summaryBody: body,
+      fallbackUsed: false,
+      stats: statsFor(body),
+    });
+    const copies = await loadTranscript(testDb.db, TENANT, outcome.sessionId);
+    expect(copies.map((r) => r.message.content)).toEqual([
+      summaryText(body),
+      first!.message.content,
+      third!.message.content,
+      last!.message.content,
+    ]);
+    expect(copies.map((r) => r.pinned)).toEqual([false, true, false, true]);
+    // The parent's rows keep their own flags.
+    const parent = await loadRowsByIds(
+      testDb.db,
+      TENANT,
+      rows.map((r) => r.id),
+    );
+    expect(parent.map((r) => r.pinned)).toEqual([true, false, false, true]);
+  });
+
   it('creates the child session with the output, ends the parent, leaves the parent rows untouched', async () => {
     const seeded = await seedSession(testDb.db, TENANT, history, { title: 'Fix bug', source: 'discord' });
     const beforeOld = await listMessages(testDb.db, TENANT, seeded.sessionId, { includeInactive: true });
