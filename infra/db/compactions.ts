@@ -11,7 +11,7 @@ import {
 } from '../../contracts/compaction.js';
 import type { CompactionRow, Database } from './schema.js';
 import { CompactionNotFoundError } from './storeErrors.js';
-import { withTenant } from './tenant.js';
+import { READ_ONLY, withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
 
 export { COMMITTED_STATUSES };
@@ -107,7 +107,7 @@ export async function getCompaction(
   tenantId: string,
   id: string,
 ): Promise<CompactionRow | undefined> {
-  const row = await withTenant(db, tenantId, (tx) => selectCompaction(tx, tenantId, id));
+  const row = await withTenant(db, tenantId, (tx) => selectCompaction(tx, tenantId, id), READ_ONLY);
   return row && normalizeCompactionRow(row);
 }
 
@@ -195,17 +195,22 @@ export async function listCompactions(
 ): Promise<CompactionRow[]> {
   const status = statusFilter(options.status);
   if (status?.length === 0) return [];
-  const rows = await withTenant(db, tenantId, (tx) => {
-    let query = tx.selectFrom('compactions').selectAll().where('tenant_id', '=', tenantId);
-    if (status) query = query.where('status', 'in', status);
-    if (options.sessionId !== undefined) query = query.where('session_id', '=', options.sessionId);
-    return query
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(options.limit ?? 50)
-      .offset(options.offset ?? 0)
-      .execute();
-  });
+  const rows = await withTenant(
+    db,
+    tenantId,
+    (tx) => {
+      let query = tx.selectFrom('compactions').selectAll().where('tenant_id', '=', tenantId);
+      if (status) query = query.where('status', 'in', status);
+      if (options.sessionId !== undefined) query = query.where('session_id', '=', options.sessionId);
+      return query
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(options.limit ?? 50)
+        .offset(options.offset ?? 0)
+        .execute();
+    },
+    READ_ONLY,
+  );
   return rows.map(normalizeCompactionRow);
 }
 
@@ -216,14 +221,24 @@ export async function latestCompactionOfSession(
   sessionId: string,
   options: { status?: readonly StoredCompactionStatus[] } = {},
 ): Promise<CompactionRow | undefined> {
-  const row = await withTenant(db, tenantId, (tx) => {
-    let query = tx
-      .selectFrom('compactions')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('session_id', '=', sessionId);
-    if (options.status && options.status.length > 0) query = query.where('status', 'in', [...options.status]);
-    return query.orderBy('seq', 'desc').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
-  });
+  const row = await withTenant(
+    db,
+    tenantId,
+    (tx) => {
+      let query = tx
+        .selectFrom('compactions')
+        .selectAll()
+        .where('tenant_id', '=', tenantId)
+        .where('session_id', '=', sessionId);
+      if (options.status && options.status.length > 0) query = query.where('status', 'in', [...options.status]);
+      return query
+        .orderBy('seq', 'desc')
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+    },
+    READ_ONLY,
+  );
   return row && normalizeCompactionRow(row);
 }

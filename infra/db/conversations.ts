@@ -8,7 +8,7 @@ import type { QuietRules } from '../../engine/quietBatches.js';
 import type { ConversationRow, Database } from './schema.js';
 import { insertSessionIfAbsent } from './sessions.js';
 import { ConversationNotFoundError } from './storeErrors.js';
-import { type TenantTx, withTenant } from './tenant.js';
+import { READ_ONLY, type TenantTx, withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
 
 export interface NewConversation {
@@ -90,7 +90,7 @@ export function getConversation(
   tenantId: string,
   conversationId: string,
 ): Promise<ConversationRow | undefined> {
-  return withTenant(db, tenantId, (tx) => selectConversation(tx, tenantId, conversationId));
+  return withTenant(db, tenantId, (tx) => selectConversation(tx, tenantId, conversationId), READ_ONLY);
 }
 
 /** Takes the conversation's write lock for the rest of the transaction (first lock of every log writer). */

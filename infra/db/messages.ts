@@ -9,7 +9,7 @@ import { estimateMessageTokensRough } from '../../engine/tokens.js';
 import type { ChatMessage } from '../../engine/types.js';
 import { fieldsToMessage, MESSAGE_COLUMNS, messageToFields } from './messageRows.js';
 import type { Database, MessageRow, MessageStateRow } from './schema.js';
-import { withTenant } from './tenant.js';
+import { READ_ONLY, withTenant } from './tenant.js';
 
 export interface StoredMessage {
   id: number;
@@ -202,7 +202,7 @@ export async function insertMessageRows(
 
 /** The transcript: active rows in position order (SPEC §1.4). */
 export function loadTranscript(db: Kysely<Database>, tenantId: string, sessionId: string): Promise<StoredMessage[]> {
-  return withTenant(db, tenantId, (tx) => selectActiveRows(tx, tenantId, sessionId));
+  return withTenant(db, tenantId, (tx) => selectActiveRows(tx, tenantId, sessionId), READ_ONLY);
 }
 
 /** Rows by id whatever their flags, in the order of `ids` (ids the tenant cannot see are left out). */
@@ -212,10 +212,14 @@ export async function loadRowsByIds(
   ids: readonly number[],
 ): Promise<StoredMessage[]> {
   if (ids.length === 0) return [];
-  const rows = await withTenant(db, tenantId, (tx) =>
-    selectStored(tx, tenantId)
-      .where(sql<boolean>`s.message_id = ANY(${[...new Set(ids)]}::bigint[])`)
-      .execute(),
+  const rows = await withTenant(
+    db,
+    tenantId,
+    (tx) =>
+      selectStored(tx, tenantId)
+        .where(sql<boolean>`s.message_id = ANY(${[...new Set(ids)]}::bigint[])`)
+        .execute(),
+    READ_ONLY,
   );
   const byId = new Map(rows.map((row) => [row.id, rowToStored(row)]));
   return ids.flatMap((id) => byId.get(id) ?? []);
@@ -290,12 +294,12 @@ export async function selectTranscriptTotals(
 
 /** Count and summed token estimate of the session's active rows. */
 export function transcriptTotals(db: Kysely<Database>, tenantId: string, sessionId: string): Promise<TranscriptTotals> {
-  return withTenant(db, tenantId, (tx) => selectTranscriptTotals(tx, tenantId, sessionId));
+  return withTenant(db, tenantId, (tx) => selectTranscriptTotals(tx, tenantId, sessionId), READ_ONLY);
 }
 
 /**
  * Pins or unpins one message of a conversation (operators, SPEC §19 `rehydrate_pinned`); the message id, or null when
- * the conversation has no such message. Rare, so it stays on `messages` (a pin rewrites the row's search entries).
+ * the conversation has no such message. Rare, so it stays on `messages` (a pin rewrites the row's search entries, READ_ONLY).
  */
 export async function setMessagePinned(
   db: Kysely<Database>,

@@ -2,7 +2,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database, SessionRow } from './schema.js';
 import { SessionNotFoundError } from './storeErrors.js';
-import { withTenant } from './tenant.js';
+import { READ_ONLY, withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
 
 /** SPEC §13.3: resuming follows at most this many parent → child hops. */
@@ -59,13 +59,17 @@ export function createSession(db: Kysely<Database>, tenantId: string, session: N
 }
 
 export function getSession(db: Kysely<Database>, tenantId: string, sessionId: string): Promise<SessionRow | undefined> {
-  return withTenant(db, tenantId, (tx) =>
-    tx
-      .selectFrom('sessions')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', sessionId)
-      .executeTakeFirst(),
+  return withTenant(
+    db,
+    tenantId,
+    (tx) =>
+      tx
+        .selectFrom('sessions')
+        .selectAll()
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', sessionId)
+        .executeTakeFirst(),
+    READ_ONLY,
   );
 }
 
@@ -75,15 +79,19 @@ export function listConversationSessions(
   tenantId: string,
   conversationId: string,
 ): Promise<SessionRow[]> {
-  return withTenant(db, tenantId, (tx) =>
-    tx
-      .selectFrom('sessions')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('conversation_id', '=', conversationId)
-      .orderBy('started_at')
-      .orderBy('id')
-      .execute(),
+  return withTenant(
+    db,
+    tenantId,
+    (tx) =>
+      tx
+        .selectFrom('sessions')
+        .selectAll()
+        .where('tenant_id', '=', tenantId)
+        .where('conversation_id', '=', conversationId)
+        .orderBy('started_at')
+        .orderBy('id')
+        .execute(),
+    READ_ONLY,
   );
 }
 
@@ -94,8 +102,11 @@ export function listConversationSessions(
  * Throws SessionNotFoundError when `sessionId` does not exist for the tenant.
  */
 export async function newestDescendant(db: Kysely<Database>, tenantId: string, sessionId: string): Promise<SessionRow> {
-  return withTenant(db, tenantId, async (tx) => {
-    const result = await sql<SessionRow>`
+  return withTenant(
+    db,
+    tenantId,
+    async (tx) => {
+      const result = await sql<SessionRow>`
       WITH RECURSIVE chain (id, hops) AS (
         SELECT s.id, 0 FROM sessions s WHERE s.tenant_id = ${tenantId} AND s.id = ${sessionId}
         UNION ALL
@@ -112,10 +123,12 @@ export async function newestDescendant(db: Kysely<Database>, tenantId: string, s
       SELECT s.* FROM chain JOIN sessions s ON s.tenant_id = ${tenantId} AND s.id = chain.id
        ORDER BY chain.hops DESC
        LIMIT 1`.execute(tx);
-    const newest = result.rows[0];
-    if (!newest) throw new SessionNotFoundError(sessionId);
-    return newest;
-  });
+      const newest = result.rows[0];
+      if (!newest) throw new SessionNotFoundError(sessionId);
+      return newest;
+    },
+    READ_ONLY,
+  );
 }
 
 const NUMBERED_TITLE = / #\d+$/;

@@ -21,6 +21,9 @@ export interface TenantOptions {
   readOnly?: boolean;
 }
 
+/** The options of a transaction that only reads: one round trip, its COMMIT not awaited. */
+export const READ_ONLY: TenantOptions = { readOnly: true };
+
 const TENANT_ID = new RegExp(TENANT_ID_PATTERN);
 
 /**

@@ -2,7 +2,7 @@
 // notice markers (SPEC §1.4 tenant, §4.5 `codex_gpt55_autoraise_notice`).
 import { type Kysely, sql } from 'kysely';
 import type { Database, TenantRow } from './schema.js';
-import { withTenant } from './tenant.js';
+import { READ_ONLY, withTenant } from './tenant.js';
 import { withTenantWrite, withWriteRetry } from './writeRetry.js';
 
 export interface NewTenant {
@@ -95,13 +95,17 @@ export async function getTenantMarker(
   tenantId: string,
   key: string,
 ): Promise<string | undefined> {
-  const row = await withTenant(db, tenantId, (tx) =>
-    tx
-      .selectFrom('tenant_markers')
-      .select('value')
-      .where('tenant_id', '=', tenantId)
-      .where('key', '=', key)
-      .executeTakeFirst(),
+  const row = await withTenant(
+    db,
+    tenantId,
+    (tx) =>
+      tx
+        .selectFrom('tenant_markers')
+        .select('value')
+        .where('tenant_id', '=', tenantId)
+        .where('key', '=', key)
+        .executeTakeFirst(),
+    READ_ONLY,
   );
   return row?.value;
 }

@@ -1,7 +1,7 @@
 // Agent turns run by the system (chat backend mode) and their cache economics (migration 0004).
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import { type TenantTx, withTenant } from './tenant.js';
+import { READ_ONLY, type TenantTx, withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
 
 export interface TurnRecord {
@@ -52,8 +52,11 @@ export async function recordTurn(db: Kysely<Database>, tenantId: string, turn: T
 }
 
 export async function getTurn(db: Kysely<Database>, tenantId: string, id: string): Promise<TurnRecord | null> {
-  const row = await withTenant(db, tenantId, (tx) =>
-    tx.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst(),
+  const row = await withTenant(
+    db,
+    tenantId,
+    (tx) => tx.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst(),
+    READ_ONLY,
   );
   if (!row) return null;
   return {

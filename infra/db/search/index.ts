@@ -3,7 +3,7 @@
 // function runs it (sql.ts), the rows become results with snippets and context (results.ts). Callers import from here.
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.js';
-import { withTenant } from '../tenant.js';
+import { READ_ONLY, withTenant } from '../tenant.js';
 import type { SearchOptions } from './options.js';
 import { searchRequest } from './planner.js';
 import { type SearchResult, toResult } from './results.js';
@@ -37,6 +37,6 @@ export async function searchMessages(
     db,
     tenantId,
     async (tx) => (await findRows(tx, request)).map((row) => toResult(row, request.snippet)),
-    { readOnly: true },
+    READ_ONLY,
   );
 }
