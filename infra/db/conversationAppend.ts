@@ -9,7 +9,7 @@ import {
   addToTotals,
   type LogTotals,
   lockConversation,
-  requireLockedConversation,
+  requireLockedHead,
   totalsAfterAppend,
   totalsOf,
 } from './conversations.js';
@@ -55,20 +55,28 @@ function validateItems(items: readonly AppendItem[]): void {
   }
 }
 
-/** The session's next position and the conversation's rows that already hold any of the keys. */
+/**
+ * The session's next position and the conversation's rows that already hold any of the keys, in one statement:
+ * the stored rows, then one row (no key) carrying the session's highest active position.
+ */
 async function appendState(tx: Kysely<Database>, tenantId: string, target: RowTarget, keys: readonly string[]) {
-  const [next, existing] = await Promise.all([
-    sql<{ max_position: number | null }>`
-      SELECT max(position) AS max_position FROM message_state
-       WHERE tenant_id = ${tenantId} AND session_id = ${target.sessionId} AND active`.execute(tx),
-    sql<StoredKeyRow>`
-      SELECT idempotency_key, role, content, content_parts, tool_calls, tool_call_id, tool_name, extra, raw_message
-        FROM messages
-       WHERE tenant_id = ${tenantId} AND conversation_id = ${target.conversationId}
-         AND idempotency_key = ANY(${keys}::text[])`.execute(tx),
-  ]);
-  const stored = new Map(existing.rows.map((row) => [row.idempotency_key as string, row]));
-  return { nextPosition: (next.rows[0]?.max_position ?? -1) + 1, stored };
+  const { rows } = await sql<StoredKeyRow & { max_position: number | null }>`
+    SELECT idempotency_key, role, content, content_parts, tool_calls, tool_call_id, tool_name, extra, raw_message,
+           NULL::integer AS max_position
+      FROM messages
+     WHERE tenant_id = ${tenantId} AND conversation_id = ${target.conversationId}
+       AND idempotency_key = ANY(${keys}::text[])
+    UNION ALL
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, max(position)
+      FROM message_state
+     WHERE tenant_id = ${tenantId} AND session_id = ${target.sessionId} AND active`.execute(tx);
+  const stored = new Map<string, StoredKeyRow>();
+  let maxPosition: number | null = null;
+  for (const row of rows) {
+    if (row.idempotency_key === null) maxPosition = row.max_position;
+    else stored.set(row.idempotency_key, row);
+  }
+  return { nextPosition: (maxPosition ?? -1) + 1, stored };
 }
 
 /** Appends to a locked session: dedup and conflicts against the conversation's keys, then one insert. */
@@ -137,9 +145,8 @@ export async function appendToConversation(
 ): Promise<AppendResult> {
   validateItems(items);
   return withTenantWrite(db, tenantId, async (tx) => {
-    const conversation = await requireLockedConversation(tx, tenantId, conversationId);
+    const conversation = await requireLockedHead(tx, tenantId, conversationId);
     const target = { sessionId: conversation.current_session_id, conversationId };
-    await lockSession(tx, tenantId, target.sessionId);
     const { appended, duplicates } = await appendLocked(tx, tenantId, target, items);
     const delta = { messages: appended.length, tokens: tokensOf(appended) };
     const fresh = appended.length > 0;

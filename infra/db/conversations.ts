@@ -6,7 +6,7 @@ import { type Kysely, sql, type UpdateObject } from 'kysely';
 import { toStorableJson } from '../../contracts/storableText.js';
 import type { QuietRules } from '../../engine/quietBatches.js';
 import type { ConversationRow, Database } from './schema.js';
-import { insertSessionIfAbsent } from './sessions.js';
+import { insertSessionIfAbsent, lockSession } from './sessions.js';
 import { ConversationNotFoundError } from './storeErrors.js';
 import { READ_ONLY, type TenantTx, withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
@@ -110,6 +110,33 @@ export async function requireLockedConversation(
   const row = await lockConversation(tx, tenantId, conversationId);
   if (!row) throw new ConversationNotFoundError(conversationId);
   return row;
+}
+
+/**
+ * Locks the conversation and its current session in one statement — rows are locked in the order of the FROM list,
+ * so the lock order of every writer (conversation, then session) holds — and returns the conversation's row.
+ * Throws ConversationNotFoundError, or SessionNotFoundError when its current session is missing.
+ */
+export async function requireLockedHead(
+  tx: TenantTx,
+  tenantId: string,
+  conversationId: string,
+): Promise<ConversationRow> {
+  const row = await tx
+    .selectFrom('conversations as c')
+    .innerJoin('sessions as s', (join) =>
+      join.onRef('s.tenant_id', '=', 'c.tenant_id').onRef('s.id', '=', 'c.current_session_id'),
+    )
+    .selectAll('c')
+    .where('c.tenant_id', '=', tenantId)
+    .where('c.id', '=', conversationId)
+    .forNoKeyUpdate()
+    .executeTakeFirst();
+  if (row) return row;
+  // No row: say which one is missing (the two-step locks, as before).
+  const conversation = await requireLockedConversation(tx, tenantId, conversationId);
+  await lockSession(tx, tenantId, conversation.current_session_id);
+  return conversation;
 }
 
 /** Updates the locked conversation's head and bumps its version; returns the totals after. */
