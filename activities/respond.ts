@@ -9,10 +9,11 @@ import { FailureType } from '../contracts/failures.js';
 import { type CacheTtl, prepareContext } from '../engine/index.js';
 import { updateCompaction } from '../infra/db/compactions.js';
 import { appendToConversation } from '../infra/db/conversationAppend.js';
-import { getConversation, totalsOf } from '../infra/db/conversations.js';
-import { loadRowsByIds, loadTranscript } from '../infra/db/messages.js';
+import { selectConversation, totalsOf } from '../infra/db/conversations.js';
+import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
-import { getTurn, insertTurn, type TurnRecord } from '../infra/db/turns.js';
+import { READ_ONLY, withTenant } from '../infra/db/tenant.js';
+import { insertTurn, selectTurn, type TurnRecord } from '../infra/db/turns.js';
 import { chatCompletion } from '../infra/llm/chat.js';
 import { createProviderClient } from '../infra/llm/clients.js';
 import { chatProviderOf, chatProviderProblem, type ProvidersConfig } from '../infra/llm/providers.js';
@@ -69,27 +70,51 @@ export function createRespondActivities(deps: RespondDeps) {
   const { db } = deps;
   const env = deps.env ?? process.env;
 
-  /** The turn as stored by an earlier attempt (reply and turn are written together), or null. */
+  /**
+   * Where a turn starts, in one read-only transaction: the turn as stored by an earlier attempt (reply and turn are
+   * written together), else the conversation's current transcript — its current session, not the one the workflow
+   * knew: a background compaction may have rotated it meanwhile (SPEC §19 `background`); the log is the truth.
+   */
+  function startingPoint(input: RespondInput): Promise<{ stored: RespondResult } | { rows: StoredMessage[] }> {
+    return withTenant(
+      db,
+      input.tenantId,
+      async (tx) => {
+        const [turn, conversation] = await Promise.all([
+          selectTurn(tx, input.turnKey),
+          selectConversation(tx, input.tenantId, input.conversationId),
+        ]);
+        if (turn?.messageId != null && conversation) {
+          const [row] = await selectRowsByIds(tx, input.tenantId, [turn.messageId]);
+          if (row) {
+            const stored: RespondResult = {
+              messageId: turn.messageId,
+              finishReason: turn.finishReason,
+              usage: usageOf(turn),
+              cachingEnabled: turn.cachingEnabled,
+              tokenEstimate: row.tokenEstimate,
+              totals: totalsOf(conversation),
+            };
+            return { stored };
+          }
+        }
+        const sessionId = conversation?.current_session_id ?? input.sessionId;
+        return { rows: await selectActiveRows(tx, input.tenantId, sessionId) };
+      },
+      READ_ONLY,
+    );
+  }
+
+  /** The turn as stored by an earlier attempt, or null. */
   async function storedTurn(input: RespondInput): Promise<RespondResult | null> {
-    const turn = await getTurn(db, input.tenantId, input.turnKey);
-    if (!turn?.messageId) return null;
-    const [row] = await loadRowsByIds(db, input.tenantId, [turn.messageId]);
-    const conversation = await getConversation(db, input.tenantId, input.conversationId);
-    if (!row || !conversation) return null;
-    return {
-      messageId: turn.messageId,
-      finishReason: turn.finishReason,
-      usage: usageOf(turn),
-      cachingEnabled: turn.cachingEnabled,
-      tokenEstimate: row.tokenEstimate,
-      totals: totalsOf(conversation),
-    };
+    const start = await startingPoint(input);
+    return 'stored' in start ? start.stored : null;
   }
 
   return {
     async respond(input: RespondInput): Promise<RespondResult> {
-      const stored = await storedTurn(input);
-      if (stored) return stored;
+      const start = await startingPoint(input);
+      if ('stored' in start) return start.stored;
       const problem = chatProviderProblem(deps.providers, input.provider, env);
       const provider = chatProviderOf(deps.providers, input.provider);
       if (problem || !provider) {
@@ -97,10 +122,7 @@ export function createRespondActivities(deps: RespondDeps) {
         throw ApplicationFailure.nonRetryable(problem ?? 'no LLM provider is configured', type);
       }
       const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
-      // The conversation's current session, not the one the workflow knew: a background compaction may have
-      // rotated it meanwhile (SPEC §19 `background`); the log is the truth.
-      const current = await getConversation(db, input.tenantId, input.conversationId);
-      const rows = await loadTranscript(db, input.tenantId, current?.current_session_id ?? input.sessionId);
+      const { rows } = start;
       // The same prepared context as the gateway's /context route (engine/prepareContext.ts).
       const context = prepareContext(
         rows.map((r) => r.message),

@@ -206,23 +206,26 @@ export function loadTranscript(db: Kysely<Database>, tenantId: string, sessionId
 }
 
 /** Rows by id whatever their flags, in the order of `ids` (ids the tenant cannot see are left out). */
-export async function loadRowsByIds(
-  db: Kysely<Database>,
+export async function selectRowsByIds(
+  tx: Kysely<Database>,
   tenantId: string,
   ids: readonly number[],
 ): Promise<StoredMessage[]> {
   if (ids.length === 0) return [];
-  const rows = await withTenant(
-    db,
-    tenantId,
-    (tx) =>
-      selectStored(tx, tenantId)
-        .where(sql<boolean>`s.message_id = ANY(${[...new Set(ids)]}::bigint[])`)
-        .execute(),
-    READ_ONLY,
-  );
+  const rows = await selectStored(tx, tenantId)
+    .where(sql<boolean>`s.message_id = ANY(${[...new Set(ids)]}::bigint[])`)
+    .execute();
   const byId = new Map(rows.map((row) => [row.id, rowToStored(row)]));
   return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+export function loadRowsByIds(
+  db: Kysely<Database>,
+  tenantId: string,
+  ids: readonly number[],
+): Promise<StoredMessage[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return withTenant(db, tenantId, (tx) => selectRowsByIds(tx, tenantId, ids), READ_ONLY);
 }
 
 export interface ListMessagesOptions {

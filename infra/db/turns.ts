@@ -51,13 +51,9 @@ export async function recordTurn(db: Kysely<Database>, tenantId: string, turn: T
   await withTenantWrite(db, tenantId, (tx) => insertTurn(tx, tenantId, turn));
 }
 
-export async function getTurn(db: Kysely<Database>, tenantId: string, id: string): Promise<TurnRecord | null> {
-  const row = await withTenant(
-    db,
-    tenantId,
-    (tx) => tx.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst(),
-    READ_ONLY,
-  );
+/** The turn with this id, within the caller's tenant transaction, or null. */
+export async function selectTurn(tx: TenantTx, id: string): Promise<TurnRecord | null> {
+  const row = await tx.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) return null;
   return {
     id: row.id,
@@ -75,4 +71,8 @@ export async function getTurn(db: Kysely<Database>, tenantId: string, id: string
     cachingEnabled: row.caching_enabled,
     afterCompactionId: row.after_compaction_id,
   };
+}
+
+export function getTurn(db: Kysely<Database>, tenantId: string, id: string): Promise<TurnRecord | null> {
+  return withTenant(db, tenantId, (tx) => selectTurn(tx, id), READ_ONLY);
 }

@@ -25,13 +25,14 @@ import { type ChatMessage, type CompressionConfig, resolveUsableContextLength } 
 import { resolveTenantCompressionConfig } from '../../infra/config/tenantPolicy.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import { appendToConversation } from '../../infra/db/conversationAppend.js';
-import { createConversation, getConversation, waitApplied } from '../../infra/db/conversations.js';
-import { loadRowsByIds } from '../../infra/db/messages.js';
+import { createConversation, getConversation, selectConversation, waitApplied } from '../../infra/db/conversations.js';
+import { selectRowsByIds } from '../../infra/db/messages.js';
 import { decideNotification, type NotifyDecision, openNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
+import { READ_ONLY, withTenant } from '../../infra/db/tenant.js';
 import { getTenantPolicy } from '../../infra/db/tenants.js';
-import { getTurn } from '../../infra/db/turns.js';
+import { selectTurn, type TurnRecord } from '../../infra/db/turns.js';
 import { startingQuietRules } from '../../workflows/conversation/quiet.js';
 import { newSessionId } from '../../workflows/ids.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
@@ -193,10 +194,12 @@ export class Conversations {
    * Commits a batch and, in the same transaction, decides whether the workflow must hear of it (quiet batches,
    * infra/db/quietBatches.ts). `loud`: it must (a chat turn).
    */
-  private async append(tenantId: string, conversationId: string, batch: SubmitMessages, loud = false) {
+  /** Commits the batch and decides on its notification; with `turnId`, reads that turn in the same transaction. */
+  private async append(tenantId: string, conversationId: string, batch: SubmitMessages, loud = false, turnId?: string) {
     let stored: StoredBatch | undefined;
     let head: ConversationRow | undefined;
     let decision: NotifyDecision = { notify: true, notification: null };
+    let turn: TurnRecord | null = null;
     await appendToConversation(this.db, tenantId, conversationId, batch.messages, {
       settle: (result, locked) => {
         stored = storedBatchOf(result, batch);
@@ -205,9 +208,10 @@ export class Conversations {
         decision = decided.decision;
         return decided.set;
       },
+      ...(turnId ? { within: async (tx) => void (turn = await selectTurn(tx, turnId)) } : {}),
     });
     if (!stored || !head) throw new Error(`conversation ${conversationId}: the append did not run`);
-    return { stored, head, decision };
+    return { stored, head, decision, turn: turn as TurnRecord | null };
   }
 
   private knobsOf(tenantId: string, conversationId: string, start?: ConversationStart) {
@@ -274,8 +278,8 @@ export class Conversations {
     const unavailable = this.options.chatProblem?.(row) ?? null;
     if (unavailable) throw new ChatUnavailableError(unavailable);
     const turnId = turnIdOf(conversationId, request.messages);
-    const { stored, decision } = await this.append(tenantId, conversationId, { messages: request.messages }, true);
-    const done = await getTurn(this.db, tenantId, turnId);
+    const appended = await this.append(tenantId, conversationId, { messages: request.messages }, true, turnId);
+    const { stored, decision, turn: done } = appended;
     if (done?.messageId == null) await this.ensureWorkflow(tenantId, row);
     const outcome: TurnOutcome =
       done?.messageId != null
@@ -299,10 +303,23 @@ export class Conversations {
               decision.notify && decision.notification ? { ...stored, notification: decision.notification } : stored,
             ...(request.tools ? { tools: request.tools } : {}),
           });
-    // The workflow published its status before answering the update: the status comes from PostgreSQL.
-    const turn: TurnResult = { ...outcome, status: await this.status(tenantId, conversationId) };
-    const [reply] = await loadRowsByIds(this.db, tenantId, [turn.replyMessageId]);
-    if (!reply) throw new Error(`turn ${turnId}: reply row ${turn.replyMessageId} is missing`);
+    // The workflow published its status before answering the update: the status and the reply come from
+    // PostgreSQL, in one read.
+    const { head, reply } = await withTenant(
+      this.options.readDb ?? this.db,
+      tenantId,
+      async (tx) => {
+        const [found, [message]] = await Promise.all([
+          selectConversation(tx, tenantId, conversationId),
+          selectRowsByIds(tx, tenantId, [outcome.replyMessageId]),
+        ]);
+        return { head: found, reply: message };
+      },
+      READ_ONLY,
+    );
+    if (!head) throw new ConversationNotFoundError(conversationId);
+    if (!reply) throw new Error(`turn ${turnId}: reply row ${outcome.replyMessageId} is missing`);
+    const turn: TurnResult = { ...outcome, status: statusOf(tenantId, head) };
     return { ...turn, reply: reply.message, toolCalls: reply.message.tool_calls ?? [] };
   }
 
