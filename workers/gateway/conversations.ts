@@ -208,7 +208,13 @@ export class Conversations {
         decision = decided.decision;
         return decided.set;
       },
-      ...(turnId ? { within: async (tx) => void (turn = await selectTurn(tx, turnId)) } : {}),
+      ...(turnId
+        ? {
+            within: async (tx) => {
+              turn = await selectTurn(tx, turnId);
+            },
+          }
+        : {}),
     });
     if (!stored || !head) throw new Error(`conversation ${conversationId}: the append did not run`);
     return { stored, head, decision, turn: turn as TurnRecord | null };
