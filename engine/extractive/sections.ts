@@ -34,10 +34,9 @@ export function emptySections(): SummarySections {
 
 export const CURRENT_DECISION = 'Current: ';
 export const SUPERSEDED_DECISION = 'Superseded (no longer current): ';
-const NONE = '- (none)';
 
 function list(items: readonly string[]): string {
-  return items.length === 0 ? NONE : items.map((item) => `- ${item}`).join('\n');
+  return items.length === 0 ? '' : items.map((item) => `- ${item}`).join('\n');
 }
 
 /** The body in the template of SPEC §8.5.5 (headings exact, in order). */
@@ -65,8 +64,10 @@ export function renderSections(s: SummarySections): string {
     '## Next Steps',
     list(s.nextSteps),
     '## Critical Context',
-    s.critical.length === 0 ? NONE : s.critical.map((id) => `- \`${id}\``).join('\n'),
-  ].join('\n');
+    s.critical.length === 0 ? '' : s.critical.map((id) => `- \`${id}\``).join('\n'),
+  ]
+    .filter((line) => line !== '')
+    .join('\n');
 }
 
 type SectionKey = keyof SummarySections;

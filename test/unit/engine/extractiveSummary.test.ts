@@ -43,6 +43,13 @@ describe('buildExtractiveSummaryBody (issue #15 §2)', () => {
     expect(headings).toEqual(HEADINGS);
   });
 
+  it('leaves an empty section empty: every heading, no filler line', () => {
+    const text = body([{ role: 'user', content: 'Ship the kiosk redesign.' }]);
+    expect(text.split('\n').filter((l) => l.startsWith('#'))).toEqual(HEADINGS);
+    expect(text).not.toContain('(none)');
+    expect(text.slice(0, text.indexOf('## Constraints'))).toBe('## Goal\n- Ship the kiosk redesign.\n');
+  });
+
   it('keeps constraints in English, Japanese and Chinese, and drops asides', () => {
     const text = body(window);
     const constraints = text.slice(text.indexOf('## Constraints'), text.indexOf('## Progress'));
