@@ -6,8 +6,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'v
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
+import { conversationWorkflowId } from '../../../workflows/ids.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import { reply } from '../../support/fakes/script.js';
+import { settledHistory } from '../../support/harness/activityRuns.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { createTestStack, type TestStack, workerProcessFor } from '../../support/harness/temporal.js';
 import { activeTranscript, batch, keyed, newTenant } from '../workflows/transcript.js';
@@ -54,6 +56,27 @@ async function liveRoles(t: string, conv: string): Promise<string[]> {
 async function turnRows(t: string): Promise<number> {
   return withTenant(testDb.db, t, async (tx) => (await tx.selectFrom('turns').select('id').execute()).length);
 }
+
+describe('a chat turn', () => {
+  it("decides on its reply's own batch: applied when the turn returns, no wait for a missing notification", async () => {
+    const { t, conv } = await conversation();
+    openai.enqueue(reply('first'));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'one?' }], 'g1') });
+    // Read as the turn returns (no wait): the reply's batch was stored by the activity, not notified; the workflow
+    // marked it applied itself. Without that, applied_seq stayed one behind until the 2 s gap wait skipped it.
+    const after = await stack.client.status(t, conv);
+    expect(after.appliedSeq).toBe(after.batchSeq);
+    openai.enqueue(reply('second'));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'g2') });
+    const again = await stack.client.status(t, conv);
+    expect(again.batchSeq).toBe(after.batchSeq + 2);
+    expect(again.appliedSeq).toBe(again.batchSeq);
+    // The gap wait is a timer in the workflow: it never started.
+    const history = await settledHistory(stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv)));
+    expect((history.events ?? []).filter((e) => e.timerStartedEventAttributes)).toEqual([]);
+    expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
+  });
+});
 
 describe('a retried chat turn', () => {
   it('after it finished: the first reply, no second model call', async () => {
