@@ -13,7 +13,7 @@ import { selectConversation, totalsOf } from '../infra/db/conversations.js';
 import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
 import { READ_ONLY, withTenant } from '../infra/db/tenant.js';
-import { insertTurn, selectTurn, type TurnRecord } from '../infra/db/turns.js';
+import { insertTurn, selectTurn, turnUsage } from '../infra/db/turns.js';
 import { chatCompletion } from '../infra/llm/chat.js';
 import { createProviderClient } from '../infra/llm/clients.js';
 import { chatProviderOf, chatProviderProblem, type ProvidersConfig } from '../infra/llm/providers.js';
@@ -55,17 +55,6 @@ export interface RespondResult {
   replySeq?: number;
 }
 
-function usageOf(turn: TurnRecord): ChatUsage {
-  return {
-    prompt_tokens: turn.promptTokens,
-    completion_tokens: turn.completionTokens,
-    total_tokens: turn.promptTokens + turn.completionTokens,
-    cache_read_tokens: turn.cacheReadTokens,
-    cache_write_tokens: turn.cacheWriteTokens,
-    uncached_input_tokens: turn.uncachedInputTokens,
-  };
-}
-
 export function createRespondActivities(deps: RespondDeps) {
   const { db } = deps;
   const env = deps.env ?? process.env;
@@ -90,7 +79,7 @@ export function createRespondActivities(deps: RespondDeps) {
             const stored: RespondResult = {
               messageId: turn.messageId,
               finishReason: turn.finishReason,
-              usage: usageOf(turn),
+              usage: turnUsage(turn),
               cachingEnabled: turn.cachingEnabled,
               tokenEstimate: row.tokenEstimate,
               totals: totalsOf(conversation),

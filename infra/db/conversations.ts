@@ -5,6 +5,7 @@
 import { type Kysely, sql, type UpdateObject } from 'kysely';
 import { toStorableJson } from '../../contracts/storableText.js';
 import type { QuietRules } from '../../engine/quietBatches.js';
+import { type StoredMessage, selectRowsByIds } from './messages.js';
 import type { ConversationRow, Database } from './schema.js';
 import { insertSessionIfAbsent, lockSession } from './sessions.js';
 import { ConversationNotFoundError } from './storeErrors.js';
@@ -83,6 +84,27 @@ export function selectConversation(
   conversationId: string,
 ): Promise<ConversationRow | undefined> {
   return conversationQuery(tx, tenantId, conversationId).executeTakeFirst();
+}
+
+/** The conversation's row and one of its message rows, in one read-only transaction (a turn's status and reply). */
+export function getConversationAndRow(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  messageId: number,
+): Promise<{ conversation: ConversationRow | undefined; row: StoredMessage | undefined }> {
+  return withTenant(
+    db,
+    tenantId,
+    async (tx) => {
+      const [conversation, [row]] = await Promise.all([
+        selectConversation(tx, tenantId, conversationId),
+        selectRowsByIds(tx, tenantId, [messageId]),
+      ]);
+      return { conversation, row };
+    },
+    READ_ONLY,
+  );
 }
 
 export function getConversation(

@@ -1,5 +1,6 @@
 // Agent turns run by the system (chat backend mode) and their cache economics (migration 0004).
 import type { Kysely } from 'kysely';
+import type { TurnUsage } from '../../contracts/conversation.js';
 import type { Database } from './schema.js';
 import { READ_ONLY, type TenantTx, withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
@@ -70,6 +71,18 @@ export async function selectTurn(tx: TenantTx, id: string): Promise<TurnRecord |
     uncachedInputTokens: row.uncached_input_tokens,
     cachingEnabled: row.caching_enabled,
     afterCompactionId: row.after_compaction_id,
+  };
+}
+
+/** A stored turn's usage as the provider reported it (the reply's usage of the turn that stored it). */
+export function turnUsage(turn: TurnRecord): TurnUsage {
+  return {
+    prompt_tokens: turn.promptTokens,
+    completion_tokens: turn.completionTokens,
+    total_tokens: turn.promptTokens + turn.completionTokens,
+    cache_read_tokens: turn.cacheReadTokens,
+    cache_write_tokens: turn.cacheWriteTokens,
+    uncached_input_tokens: turn.uncachedInputTokens,
   };
 }
 

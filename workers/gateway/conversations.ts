@@ -25,27 +25,21 @@ import { type ChatMessage, type CompressionConfig, resolveUsableContextLength } 
 import { resolveTenantCompressionConfig } from '../../infra/config/tenantPolicy.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import { appendToConversation } from '../../infra/db/conversationAppend.js';
-import { createConversation, getConversation, selectConversation, waitApplied } from '../../infra/db/conversations.js';
-import { selectRowsByIds } from '../../infra/db/messages.js';
+import {
+  createConversation,
+  getConversation,
+  getConversationAndRow,
+  waitApplied,
+} from '../../infra/db/conversations.js';
 import { decideNotification, type NotifyDecision, openNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
-import { READ_ONLY, withTenant } from '../../infra/db/tenant.js';
 import { getTenantPolicy } from '../../infra/db/tenants.js';
-import { selectTurn, type TurnRecord } from '../../infra/db/turns.js';
+import { selectTurn, type TurnRecord, turnUsage } from '../../infra/db/turns.js';
 import { startingQuietRules } from '../../workflows/conversation/quiet.js';
 import { newSessionId } from '../../workflows/ids.js';
+import { ChatUnavailableError, InvalidRequestError } from './errors.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
-
-/** A request refused before anything is written (HTTP 400); the message names the field. */
-export class InvalidRequestError extends Error {
-  override name = 'InvalidRequestError';
-}
-
-/** Chat backend mode cannot run for this conversation (no provider, no key): refused before anything is stored. */
-export class ChatUnavailableError extends Error {
-  override name = 'ChatUnavailableError';
-}
 
 export interface ConversationStart {
   model: string;
@@ -293,14 +287,7 @@ export class Conversations {
             turnId,
             replyMessageId: done.messageId,
             finishReason: done.finishReason,
-            usage: {
-              prompt_tokens: done.promptTokens,
-              completion_tokens: done.completionTokens,
-              total_tokens: done.promptTokens + done.completionTokens,
-              cache_read_tokens: done.cacheReadTokens,
-              cache_write_tokens: done.cacheWriteTokens,
-              uncached_input_tokens: done.uncachedInputTokens,
-            },
+            usage: turnUsage(done),
             compaction: null,
           }
         : await this.temporal.chatTurn(tenantId, conversationId, {
@@ -311,17 +298,12 @@ export class Conversations {
           });
     // The workflow published its status before answering the update: the status and the reply come from
     // PostgreSQL, in one read.
-    const { head, reply } = await withTenant(
-      this.options.readDb ?? this.db,
+    const read = this.options.readDb ?? this.db;
+    const { conversation: head, row: reply } = await getConversationAndRow(
+      read,
       tenantId,
-      async (tx) => {
-        const [found, [message]] = await Promise.all([
-          selectConversation(tx, tenantId, conversationId),
-          selectRowsByIds(tx, tenantId, [outcome.replyMessageId]),
-        ]);
-        return { head: found, reply: message };
-      },
-      READ_ONLY,
+      conversationId,
+      outcome.replyMessageId,
     );
     if (!head) throw new ConversationNotFoundError(conversationId);
     if (!reply) throw new Error(`turn ${turnId}: reply row ${outcome.replyMessageId} is missing`);

@@ -14,7 +14,16 @@ import {
   IdempotencyConflictError,
   SessionNotFoundError,
 } from '../../infra/db/storeErrors.js';
-import { ChatUnavailableError, InvalidRequestError } from './conversations.js';
+
+/** A request refused before anything is written (HTTP 400); the message names the field. */
+export class InvalidRequestError extends Error {
+  override name = 'InvalidRequestError';
+}
+
+/** Chat backend mode cannot run for this conversation (no provider, no key): refused before anything is stored. */
+export class ChatUnavailableError extends Error {
+  override name = 'ChatUnavailableError';
+}
 
 export class HttpError extends Error {
   constructor(

@@ -2,13 +2,7 @@
 // already committed to PostgreSQL when the workflow hears of them (a content-free StoredBatch); the workflow takes
 // the decisions: the post-response check (SPEC §7.6), gateway hygiene (SPEC §11), the preflight check, compactions
 // as child workflows, model switches (SPEC §4.6) and, in chat backend mode, the agent turn.
-import {
-  patched,
-  proxyActivities,
-  proxyLocalActivities,
-  setCurrentDetails,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { ConversationActivities } from '../../activities/conversation.js';
 import type { RespondActivities } from '../../activities/respond.js';
 import type { CompactionTimeouts, CompactionTrigger } from '../../contracts/compaction.js';
@@ -32,13 +26,13 @@ import {
   type Usage,
 } from '../../engine/index.js';
 import { localStoreActivityOptions, modelActivityOptions, storeActivityOptions } from '../activityOptions.js';
-import { CompactionCount, ContextTokens, ConversationId, Model, SessionId, TenantId } from '../searchAttributes.js';
 import { BackgroundCompactions } from './background.js';
 import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './brakes.js';
 import { accountCacheUsage } from './cacheTelemetry.js';
 import { type CompactionOptions, runCompaction } from './compact.js';
 import { applyNotificationFold, quietRulesFor } from './quiet.js';
-import { absorbTotals, buildStatus, type CarriedState, contextTokens, detailsText, markApplied } from './state.js';
+import { absorbTotals, buildStatus, type CarriedState, contextTokens, markApplied } from './state.js';
+import { showInTemporalUi } from './visibility.js';
 import { resolveWindow } from './window.js';
 
 const store = proxyActivities<ConversationActivities>(storeActivityOptions);
@@ -116,16 +110,7 @@ export class ConversationEntity {
    * taken over, then published again.
    */
   async publish(): Promise<void> {
-    const status = this.status();
-    upsertSearchAttributes([
-      { key: TenantId, value: this.ids.tenantId },
-      { key: ConversationId, value: this.ids.conversationId },
-      { key: SessionId, value: this.state.sessionId },
-      { key: Model, value: this.state.model },
-      { key: CompactionCount, value: status.compressionCount },
-      { key: ContextTokens, value: status.contextTokens },
-    ]);
-    setCurrentDetails(detailsText(this.ids, status));
+    showInTemporalUi(this.ids, this.status());
     const ids = { tenantId: this.ids.tenantId, conversationId: this.ids.conversationId };
     const publisher = patched(LOCAL_PUBLISH_PATCH) ? localStore : store;
     const record = (policyVersion: number | null) =>

@@ -196,21 +196,3 @@ export function startingStatus(input: ConversationInput, pendingItems: number, n
     notices: notices.slice(),
   };
 }
-
-/** Current details for the Temporal UI (DESIGN.md §3): tokens / threshold / compactions at a glance. */
-export function detailsText(ids: { tenantId: string; conversationId: string }, status: ConversationStatus): string {
-  const last = status.lastCompaction;
-  const paused = status.blockedBy ?? status.autoPaused;
-  return [
-    `**${ids.tenantId} / ${ids.conversationId}** — session \`${status.sessionId}\`, model \`${status.model}\``,
-    `Context: ${status.contextTokens} / ${status.contextLength} tokens (${status.usagePercent.toFixed(1)} %), ` +
-      `threshold ${status.thresholdTokens}`,
-    `Messages: ${status.activeMessages} active; compactions: ${status.compressionCount}` +
-      (paused ? `; automatic compaction blocked: ${paused}` : ''),
-    last ? `Last compaction: ${last.trigger} → ${last.status}` : 'No compaction yet',
-    ...(status.compacting
-      ? [`Compacting in the background: #${status.compacting.seq} (${status.compacting.trigger})`]
-      : []),
-    status.promptCaching.line,
-  ].join('\n');
-}
