@@ -1,7 +1,9 @@
 // Migrations from an empty database, CJK search paths (trigram index and LIKE), and row-level security.
 import { sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { migrateToLatest } from '../../infra/db/migrate.js';
+import { migrationProvider } from '../../infra/db/migrations/index.js';
 import { searchMessages } from '../../infra/db/search/index.js';
 import { type TenantTx, withTenant } from '../../infra/db/tenant.js';
 import { createTestDatabase, type TestDatabase } from '../support/harness/db.js';
@@ -51,6 +53,7 @@ describe('migrations', () => {
       '0007_compaction_quality',
       '0008_message_state',
       '0009_quiet_batches',
+      '0010_search_plan_reuse',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -77,6 +80,26 @@ describe('migrations', () => {
       ctype: string;
     }>`SELECT datctype AS ctype FROM pg_database WHERE datname = current_database()`.execute(testDb.db);
     expect(ctype.rows[0]?.ctype).not.toBe('C');
+  });
+});
+
+describe('0010 down and up again', () => {
+  it('search answers the same with the single-statement functions of 0005/0008 and with 0010 (down, then up)', async () => {
+    await seed('tenant-mig', 'mig-1', ['the deploy failed', 'deploy again', '圧縮を実行', 'zebra']);
+    const queries = ['deploy', '圧縮を実行', '圧縮', 'zebra OR deploy'];
+    const answers = async () => Promise.all(queries.map((q) => searchMessages(testDb.db, 'tenant-mig', q)));
+    const before = await answers();
+    expect(before.map((r) => r.length)).toEqual([2, 1, 1, 3]);
+    const migrator = new Migrator({ db: testDb.db, provider: migrationProvider });
+    const down = await migrator.migrateDown();
+    expect(down.error).toBeUndefined();
+    expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([['0010_search_plan_reuse', 'Success']]);
+    const definition = await sql<{ def: string }>`
+      SELECT pg_get_functiondef('dc_search_messages(jsonb, tsquery)'::regprocedure) AS def`.execute(testDb.db);
+    expect(definition.rows[0]?.def).toContain('RETURN QUERY EXECUTE statement USING query');
+    expect(await answers()).toEqual(before);
+    expect((await migrateToLatest(testDb.db)).applied).toEqual(['0010_search_plan_reuse']);
+    expect(await answers()).toEqual(before);
   });
 });
 

@@ -60,7 +60,7 @@ const CJK_CLAUSE_FUNCTION = String.raw`
  * Query shapes as before this migration: the recency probe for recency-ordered searches whose frequency the planner
  * cannot judge, LIMIT 1 lateral lookups of text, session and neighbours.
  */
-const SEARCH_SQL_FUNCTION = sql`
+export const SEARCH_SQL_FUNCTION = sql`
   CREATE FUNCTION dc_search_sql(plan jsonb, tenant text) RETURNS text
   LANGUAGE plpgsql STABLE SET search_path = pg_catalog, public, pg_temp AS $fn$
   DECLARE
@@ -188,7 +188,7 @@ const SEARCH_SQL_FUNCTION = sql`
  * dc_search_sql, read as the owner. `plan` must name the same tenant (a caller's mistake is refused, not served).
  * `query`: the Latin path's tsquery, built by PostgreSQL functions in the caller's statement.
  */
-const SEARCH_FUNCTION = sql`
+export const SEARCH_FUNCTION = sql`
   CREATE FUNCTION dc_search_messages(plan jsonb, query tsquery)
   RETURNS TABLE (id bigint, session_id text, role text, "timestamp" timestamptz, tool_name text, indexed_text text,
                  source text, model text, started_at timestamptz, prev_role text, prev_content text, next_role text,

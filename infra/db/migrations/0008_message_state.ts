@@ -24,13 +24,13 @@
 import { type Kysely, sql } from 'kysely';
 
 /** The visibility test of dc_search_sql (0005) on the alias `%1$s`, before and after this migration. */
-const VISIBLE_BY_COLUMNS = `'(%1$s.active OR %1$s.compacted)'`;
-const VISIBLE_BY_STATE =
+export const VISIBLE_BY_COLUMNS = `'(%1$s.active OR %1$s.compacted)'`;
+export const VISIBLE_BY_STATE =
   `'NOT EXISTS (SELECT 1 FROM public.message_state x WHERE x.tenant_id = %1$s.tenant_id ` +
   `AND x.message_id = %1$s.id AND NOT x.active AND NOT x.compacted)'`;
 
 /** Replaces `from` by `to` in dc_search_sql's definition; fails when the definition does not hold `from` once. */
-async function rewriteSearchVisibility(db: Kysely<unknown>, from: string, to: string): Promise<void> {
+export async function rewriteSearchVisibility(db: Kysely<unknown>, from: string, to: string): Promise<void> {
   const { rows } = await sql<{ def: string }>`
     SELECT pg_get_functiondef('public.dc_search_sql(jsonb, text)'::regprocedure) AS def`.execute(db);
   const def = rows[0]?.def ?? '';

@@ -139,6 +139,32 @@ describe('ranking', () => {
   });
 });
 
+describe('the two ways a Latin search is run (migrations/0010)', () => {
+  // A search by rank without role or source filters runs a static statement whose plan the connection keeps; any
+  // filter makes dc_search_sql build the statement for the query. A filter that lets every row through must not change
+  // a single result, page or neighbour.
+  const EVERY_ROLE = { roles: ['user', 'assistant', 'tool', 'system'] };
+  it.each(['deploy', 'deploy OR restarted', 'service -noon', 'restart*', '"exact phrase"'])(
+    '%s: same pages, same neighbours',
+    async (query) => {
+      for (const page of [{}, { limit: 2 }, { offset: 1, limit: 2 }, { offset: 50 }]) {
+        const fixed = await search(query, page);
+        const planned = await search(query, { ...page, ...EVERY_ROLE });
+        expect(planned, JSON.stringify(page)).toEqual(fixed);
+      }
+      expect((await search(query)).length).toBeGreaterThan(0);
+    },
+  );
+
+  it('superseded rows stay out unless includeInactive, on both', async () => {
+    const gone = await seedSession(testDb.db, T, { rows: [{ message: user('narwhal sighting'), active: false }] });
+    for (const extra of [{}, EVERY_ROLE]) {
+      expect(await idsOf('narwhal', extra)).toEqual([]);
+      expect(await idsOf('narwhal', { ...extra, includeInactive: true })).toEqual([gone.ids[0]]);
+    }
+  });
+});
+
 describe('snippets', () => {
   it('wraps every matched word with >>> <<<, keeping its case, whole text when short', async () => {
     const [result] = await search('tomorrow service');
