@@ -46,6 +46,18 @@ export const modelActivityOptions: ActivityOptions = {
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 };
 
+/**
+ * The agent turn as a local activity (patch `local-respond`): the model call runs inside the workflow task that
+ * took the turn, so a turn costs one workflow task instead of two plus an activity task through the server. A long
+ * model call keeps that task alive by heartbeating it (the SDK does); a worker that dies during it loses the task,
+ * which the server hands to another worker after its timeout, and the retried call finds the stored turn (idempotent
+ * by turn id) or calls the model again. Same timeout and retries as the activity task.
+ */
+export const localModelActivityOptions: LocalActivityOptions = {
+  startToCloseTimeout: modelActivityOptions.startToCloseTimeout,
+  retry: modelActivityOptions.retry,
+};
+
 /** Compaction phases (align, prune, reassemble and the record writes): bounded retries. */
 export function phaseActivityOptions(t: CompactionTimeouts): ActivityOptions {
   return {

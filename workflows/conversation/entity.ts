@@ -25,7 +25,12 @@ import {
   NOTICE_MODEL_SWITCH,
   type Usage,
 } from '../../engine/index.js';
-import { localStoreActivityOptions, modelActivityOptions, storeActivityOptions } from '../activityOptions.js';
+import {
+  localModelActivityOptions,
+  localStoreActivityOptions,
+  modelActivityOptions,
+  storeActivityOptions,
+} from '../activityOptions.js';
 import { BackgroundCompactions } from './background.js';
 import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './brakes.js';
 import { accountCacheUsage } from './cacheTelemetry.js';
@@ -42,6 +47,10 @@ const localStore = proxyLocalActivities<ConversationActivities>(localStoreActivi
 /** Patch id of local publications: histories recorded before it scheduled `recordState` as an activity task. */
 const LOCAL_PUBLISH_PATCH = 'local-publish';
 const model = proxyActivities<RespondActivities>(modelActivityOptions);
+/** The agent turn in the workflow task that takes it (DESIGN.md §3, issue #11): no task round trip per turn. */
+const localModel = proxyLocalActivities<RespondActivities>(localModelActivityOptions);
+/** Patch id of local turns: histories recorded before it scheduled `respond` as an activity task. */
+const LOCAL_RESPOND_PATCH = 'local-respond';
 
 const MAX_NOTICES = 20;
 /** Patch id of background compaction (issue #11 §4): workflows that started before it keep blocking. */
@@ -273,7 +282,8 @@ export class ConversationEntity {
     const { state, ids } = this;
     await this.apply(request.batch, { turnFollows: true });
     state.turnSeq += 1;
-    const result = await model.respond({
+    const responder = patched(LOCAL_RESPOND_PATCH) ? localModel : model;
+    const result = await responder.respond({
       tenantId: ids.tenantId,
       conversationId: ids.conversationId,
       sessionId: state.sessionId,

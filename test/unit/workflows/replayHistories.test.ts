@@ -77,15 +77,17 @@ describe('committed histories', () => {
       'background-compaction',
       'coalesce-batches',
       'local-publish',
+      'local-respond',
       'replay-claim-check',
     ]);
     // The first generation has no marker at all: it replays the unpatched paths.
-    const later = (h: (typeof histories)[number]) => /^(claim-check|quiet-batches|local-publish)\./.test(h.workflowId);
+    const later = (h: (typeof histories)[number]) =>
+      /^(claim-check|quiet-batches|local-publish|local-respond)\./.test(h.workflowId);
     expect(histories.filter((h) => !later(h) && patchesOf(h).length > 0)).toEqual([]);
   });
 
   it('replay against workflows/ without a single error', async () => {
-    expect(histories.length).toBeGreaterThanOrEqual(36);
+    expect(histories.length).toBeGreaterThanOrEqual(40);
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: productBundle }, histories)) {
       results.push(result);
