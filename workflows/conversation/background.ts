@@ -1,10 +1,13 @@
 // The automatic compaction of a conversation that runs in the background (SPEC §19 `background`, DESIGN.md §3): at
 // most one at a time; started by the in-loop check, its outcome applied by the main loop as soon as the child has
 // finished, or waited for by what must block (hygiene above 85 %, a manual compaction, continue-as-new).
-import { condition } from '@temporalio/workflow';
+import { condition, patched } from '@temporalio/workflow';
 import type { CompactionOutcome, CompactionTrigger } from '../../contracts/compaction.js';
 import type { BackgroundCompaction, CompactionResult } from '../../contracts/conversation.js';
-import { type CompactingConversation, settleCompaction, startCompaction } from './compact.js';
+import { type CompactingConversation, launchCompaction, settleCompaction, startCompaction } from './compact.js';
+
+/** Patch id: a background start no longer waits for ChildWorkflowExecutionStarted before the loop goes on. */
+const UNAWAITED_START_PATCH = 'background-start-unawaited';
 
 export class BackgroundCompactions {
   private running: { info: BackgroundCompaction; outcome: CompactionOutcome | null } | null = null;
@@ -26,11 +29,14 @@ export class BackgroundCompactions {
   }
 
   /**
-   * Starts the child and returns once the server has started it: the conversation keeps accepting messages and
-   * running turns; the commit keeps everything appended since, in order (infra/db/compactionCommit).
+   * Starts the child: the conversation keeps accepting messages and running turns; the commit keeps everything
+   * appended since, in order (infra/db/compactionCommit). Returns without waiting for the server to confirm the
+   * start (histories recorded before the patch waited for it).
    */
   async start(trigger: Exclude<CompactionTrigger, 'hygiene' | 'manual'>): Promise<void> {
-    const started = await startCompaction(this.conversation, trigger);
+    const started = patched(UNAWAITED_START_PATCH)
+      ? launchCompaction(this.conversation, trigger)
+      : await startCompaction(this.conversation, trigger);
     // SPEC §7.6: after an automatic attempt the next request goes out as is; at most one between two model calls.
     this.conversation.state.autoSinceModelCall = true;
     const running = {

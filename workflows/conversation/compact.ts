@@ -78,33 +78,55 @@ function childInputOf(
   };
 }
 
+/** The child's start command; the promise resolves once the server has started it. */
+function startChildOf(conversation: CompactingConversation, input: CompactionInput, trigger: CompactionTrigger) {
+  const { state, ids } = conversation;
+  return startChild(compactionWorkflow, {
+    args: [input],
+    workflowId: compactionWorkflowId(ids.tenantId, input.sessionId, input.seq),
+    taskQueue: workflowInfo().taskQueue,
+    staticSummary: `Compaction #${input.seq} (${trigger}) of ${ids.tenantId}/${ids.conversationId}`,
+    typedSearchAttributes: [
+      { key: TenantId, value: ids.tenantId },
+      { key: ConversationId, value: ids.conversationId },
+      { key: SessionId, value: input.sessionId },
+      { key: Model, value: state.model },
+    ],
+  });
+}
+
+/** The child failed as a whole (e.g. its record could not be written): the transcript is untouched (§7.6). */
+const failedWith = (input: CompactionInput) => (err: unknown) =>
+  failedOutcome(input.compactionId, input.sessionId, err);
+
 /** Starts the child; resolves once the server has started it. Its outcome never rejects. */
 export async function startCompaction(
   conversation: CompactingConversation,
   trigger: CompactionTrigger,
   options: CompactionOptions = {},
 ): Promise<StartedCompaction> {
-  const { state, ids } = conversation;
   const input = childInputOf(conversation, trigger, options);
-  // The child failed as a whole (e.g. its record could not be written): the transcript is untouched (§7.6).
-  const failed = (err: unknown) => failedOutcome(input.compactionId, input.sessionId, err);
+  const failed = failedWith(input);
   try {
-    const child = await startChild(compactionWorkflow, {
-      args: [input],
-      workflowId: compactionWorkflowId(ids.tenantId, input.sessionId, input.seq),
-      taskQueue: workflowInfo().taskQueue,
-      staticSummary: `Compaction #${input.seq} (${trigger}) of ${ids.tenantId}/${ids.conversationId}`,
-      typedSearchAttributes: [
-        { key: TenantId, value: ids.tenantId },
-        { key: ConversationId, value: ids.conversationId },
-        { key: SessionId, value: input.sessionId },
-        { key: Model, value: state.model },
-      ],
-    });
+    const child = await startChildOf(conversation, input, trigger);
     return { input, trigger, outcome: child.result().catch(failed) };
   } catch (err) {
     return { input, trigger, outcome: Promise.resolve(failed(err)) };
   }
+}
+
+/**
+ * Issues the child's start and returns at once, without waiting for the server to confirm it (patch
+ * `background-start-unawaited`): the turn or batch that triggered a background compaction is answered in the same
+ * workflow task. A start the server refuses is a failed outcome, as with startCompaction.
+ */
+export function launchCompaction(conversation: CompactingConversation, trigger: CompactionTrigger): StartedCompaction {
+  const input = childInputOf(conversation, trigger, {});
+  const failed = failedWith(input);
+  const outcome = startChildOf(conversation, input, trigger)
+    .then((child) => child.result())
+    .catch(failed);
+  return { input, trigger, outcome };
 }
 
 /**
