@@ -302,7 +302,7 @@ export function transcriptTotals(db: Kysely<Database>, tenantId: string, session
 
 /**
  * Pins or unpins one message of a conversation (operators, SPEC §19 `rehydrate_pinned`); the message id, or null when
- * the conversation has no such message. Rare, so it stays on `messages` (a pin rewrites the row's search entries, READ_ONLY).
+ * the conversation has no such message. Rare, so it stays on `messages` (a pin rewrites the row's search entries).
  */
 export async function setMessagePinned(
   db: Kysely<Database>,

@@ -186,9 +186,8 @@ export class Conversations {
 
   /**
    * Commits a batch and, in the same transaction, decides whether the workflow must hear of it (quiet batches,
-   * infra/db/quietBatches.ts). `loud`: it must (a chat turn).
+   * infra/db/quietBatches.ts). `loud`: it must (a chat turn). With `turnId`, reads that turn in the same transaction.
    */
-  /** Commits the batch and decides on its notification; with `turnId`, reads that turn in the same transaction. */
   private async append(tenantId: string, conversationId: string, batch: SubmitMessages, loud = false, turnId?: string) {
     let stored: StoredBatch | undefined;
     let head: ConversationRow | undefined;

@@ -9,10 +9,10 @@ import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import { reply } from '../../support/fakes/script.js';
-import { settledHistory } from '../../support/harness/activityRuns.js';
+import { activityRuns, settledHistory } from '../../support/harness/activityRuns.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { createTestStack, type TestStack, workerProcessFor } from '../../support/harness/temporal.js';
-import { activeTranscript, batch, keyed, newTenant } from '../workflows/transcript.js';
+import { activeTranscript, agentTranscript, batch, keyed, newTenant } from '../workflows/transcript.js';
 
 let testDb: TestDatabase;
 let stack: TestStack;
@@ -75,6 +75,34 @@ describe('a chat turn', () => {
     const history = await settledHistory(stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv)));
     expect((history.events ?? []).filter((e) => e.timerStartedEventAttributes)).toEqual([]);
     expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
+  });
+});
+
+describe('a chat turn in the workflow', () => {
+  it('calls the model inside the workflow task that takes the turn, and answers before the compaction it starts has', async () => {
+    const { t, conv } = await conversation();
+    // Enough history outside the protected head and tail for a compaction to have a window.
+    await stack.client.submit(t, conv, batch(agentTranscript(8).slice(1)), GPT);
+    // A reading over the in-loop threshold (150,000 here) and under the hygiene one (85 %): a background compaction.
+    openai.enqueue(
+      reply('that was long', { usage: { prompt_tokens: 160_000, completion_tokens: 10, total_tokens: 160_010 } }),
+    );
+    openai.enqueue(reply('## Goal\nAnswer the long question.\n## Progress\n### Done\n- read the modules'));
+    const turn = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'long?' }], 'w1') });
+    expect(turn.reply.content).toBe('that was long');
+    await stack.client.settled(t, conv);
+    const history = await settledHistory(stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv)));
+    const events = history.events ?? [];
+    // A local activity (patch local-respond): a marker, no activity task.
+    expect(activityRuns(history).respond).toBe(1);
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'respond')).toEqual([]);
+    // The update is answered in the task that initiates the child, before the server confirms its start (patch
+    // background-start-unawaited).
+    const completed = events.findIndex((e) => e.workflowExecutionUpdateCompletedEventAttributes);
+    const childStarted = events.findIndex((e) => e.childWorkflowExecutionStartedEventAttributes);
+    expect(events.findIndex((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toBeGreaterThan(-1);
+    expect(completed).toBeGreaterThan(-1);
+    expect(childStarted).toBeGreaterThan(completed);
   });
 });
 
