@@ -179,9 +179,12 @@ describe('withWriteRetry', () => {
       );
     };
     await Promise.all([writer('left', 'right', 'A'), writer('right', 'left', 'B')]);
-    expect(states).toEqual(['40P01']);
-    expect(attempts).toBe(3);
-    expect(sleeps).toHaveLength(1);
+    // At least the one deadlock of the barrier; under load the victim's retry can meet the other writer again (CI
+    // saw two). Every failure is a deadlock, and each one costs exactly one more attempt after one backoff.
+    expect(states.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(states)).toEqual(new Set(['40P01']));
+    expect(attempts).toBe(2 + states.length);
+    expect(sleeps).toHaveLength(states.length);
     const values = await withTenant(testDb.db, TENANT, (tx) =>
       tx
         .selectFrom('tenant_markers')
