@@ -61,3 +61,15 @@ export function wireKey(message: ChatMessage): string {
     message.name ?? null,
   ]);
 }
+
+/**
+ * A cheap summary of the wire fields: messages with equal `wireKey`s have equal shapes (not the converse), so a row
+ * whose shape no output message has cannot be carried and needs no key.
+ */
+export function wireShape(message: ChatMessage): string {
+  const content = message.content;
+  const body = typeof content === 'string' ? `s${content.length}` : Array.isArray(content) ? `a${content.length}` : 'n';
+  const calls = message.tool_calls;
+  const callCount = calls === undefined || calls === null ? '-' : Array.isArray(calls) ? String(calls.length) : 'o';
+  return `${message.role}|${body}|${callCount}|${String(message.tool_call_id ?? '')}|${String(message.name ?? '')}`;
+}

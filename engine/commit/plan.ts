@@ -2,7 +2,7 @@
 // compaction read and the compressed transcript M. Pure: the store (infra/db/compactionCommit/) writes the plan.
 import type { ChatMessage } from '../types.js';
 import { matchCarriedRows } from './carryMatch.js';
-import { canonicalJson, runtimeProperties, wireKey } from './messageKeys.js';
+import { canonicalJson, runtimeProperties, wireKey, wireShape } from './messageKeys.js';
 
 /** A row the compaction read, as the plan needs it. */
 export interface ReadRow {
@@ -61,10 +61,15 @@ export function checkSummaryIndex(t: CompactedTranscript): void {
   }
 }
 
-/** SPEC §13.2 step 1: `carriedBy[i]` = index of the old row carrying output message i, -1 when it is new. */
+/**
+ * SPEC §13.2 step 1: `carriedBy[i]` = index of the old row carrying output message i, -1 when it is new. Only rows
+ * shaped like some output message get a key (the summarised bulk of a window does not); the others get a unique
+ * placeholder no key equals (keys are JSON arrays), which changes no match.
+ */
 export function carriedIndexes(rows: readonly ReadRow[], output: readonly ChatMessage[]): number[] {
+  const shapes = new Set(output.map(wireShape));
   return matchCarriedRows(
-    rows.map((row) => wireKey(row.message)),
+    rows.map((row, r) => (shapes.has(wireShape(row.message)) ? wireKey(row.message) : `#${r}`)),
     output.map(wireKey),
   );
 }
