@@ -255,7 +255,7 @@ async function measureWith(config: ServerConfig, databaseUrl: string, resources:
       line('  (a) engine', engine, (s) => s.ms, true);
       line('  (b) workflow end to end', flow, (s) => s.ms, true);
       line('      of which activities', flow, (s) => s.activityMs, false);
-      for (const phase of ['beginCompaction', 'align', 'prune', 'summarize', 'reassemble']) {
+      for (const phase of ['align', 'prune', 'summarize', 'reassemble']) {
         line(`        ${phase}`, flow, (s) => s.phases[phase] ?? 0, false);
       }
       line('      of which the rest', flow, (s) => s.ms - s.activityMs, false);

@@ -4,7 +4,7 @@
 // compaction's update resolves (compaction phases), or a `sync` of the next batch returns (recordState).
 // Goal: p95 over the kill points ≤ 10 s, with the production timeouts (no `timeouts` knobs are passed).
 //
-// Kill points (hooks of test/support/harness/workerProcess.ts): beginCompaction, align, prune, reassemble (PAUSE_AFTER: the
+// Kill points (hooks of test/support/harness/workerProcess.ts): align (which creates the record), prune, reassemble (PAUSE_AFTER: the
 // activity's writes are done, its completion is never reported), summarize (PAUSE_IN: while the summarizer answers)
 // and recordState (PAUSE_AFTER its third call: the workflow publishes the second batch). Both processes load one
 // prebuilt workflow bundle, so the restart does not re-bundle; its start-up (spawn → polling) is printed on its own.
@@ -59,12 +59,6 @@ interface KillPoint {
 }
 
 const KILL_POINTS: KillPoint[] = [
-  {
-    name: 'beginCompaction',
-    activity: 'beginCompaction',
-    workflow: 'compaction',
-    hook: { PAUSE_AFTER: 'beginCompaction' },
-  },
   { name: 'align', activity: 'align', workflow: 'compaction', hook: { PAUSE_AFTER: 'align' } },
   { name: 'prune', activity: 'prune', workflow: 'compaction', hook: { PAUSE_AFTER: 'prune' } },
   { name: 'summarize (answering)', activity: 'summarize', workflow: 'compaction', hook: { PAUSE_IN: 'summarize' } },

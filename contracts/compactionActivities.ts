@@ -44,6 +44,8 @@ export interface AlignInput extends CompactionRef {
   contextLength: number;
   /** Compact only the history before this row (hygiene: the incoming message and what follows stay out). */
   beforeRowId?: number | null;
+  /** Create the compaction record first (patch `align-begins`); absent in older histories (beginCompaction ran). */
+  begin?: Omit<BeginCompactionInput, keyof CompactionRef>;
 }
 
 export interface AlignResult {

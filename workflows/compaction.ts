@@ -4,6 +4,7 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  patched,
   proxyActivities,
   setCurrentDetails,
   upsertSearchAttributes,
@@ -24,6 +25,9 @@ import {
 } from './searchAttributes.js';
 
 export { DEFAULT_COMPACTION_TIMEOUTS } from './activityOptions.js';
+
+/** The record is created by align itself (one activity and one workflow task fewer per compaction, issue #11 §5). */
+const ALIGN_BEGINS_PATCH = 'align-begins';
 
 function phases(t: CompactionTimeouts) {
   const phase = proxyActivities<CompactionActivities>(phaseActivityOptions(t));
@@ -54,23 +58,21 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
   };
   mark('running', `Compaction #${input.seq} (${input.trigger}) of session ${input.sessionId}: aligning`);
 
-  await phase.beginCompaction({
-    ...ref,
-    sessionId: input.sessionId,
-    conversationId: input.conversationId,
-    seq: input.seq,
-    trigger: input.trigger,
-    inPlace: input.inPlace,
-    focusTopic: input.focusTopic,
-    previousSummary: input.previousSummary,
-  });
-
-  const aligned = await phase.align({
+  const { sessionId, conversationId, seq, trigger, inPlace, focusTopic, previousSummary } = input;
+  const begin = { sessionId, conversationId, seq, trigger, inPlace, focusTopic, previousSummary };
+  const alignInput = {
     ...ref,
     ...input.limits,
     contextLength: input.contextLength,
     beforeRowId: input.beforeRowId,
-  });
+  };
+  let aligned: Awaited<ReturnType<typeof phase.align>>;
+  if (patched(ALIGN_BEGINS_PATCH)) {
+    aligned = await phase.align({ ...alignInput, begin });
+  } else {
+    await phase.beginCompaction({ ...ref, ...begin });
+    aligned = await phase.align(alignInput);
+  }
   if (aligned.noop !== false) {
     outcome.status = 'noop';
     outcome.noopReason = aligned.noop;

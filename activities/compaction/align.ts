@@ -1,39 +1,39 @@
 // The compaction record and phase 2 (SPEC §8.1: boundaries are computed on the unpruned input, so align runs first).
 import type { StoredPlan } from '../../contracts/compaction.js';
 import type { AlignInput, AlignResult, BeginCompactionInput } from '../../contracts/compactionActivities.js';
-import {
-  buildSummaryRequest,
-  estimateMessagesTokensRough,
-  planCompaction,
-  unchangedStats,
-} from '../../engine/index.js';
+import { estimateMessagesTokensRough, planCompaction, unchangedStats } from '../../engine/index.js';
 import { type CompactionPatch, createCompactionRecord, updateCompaction } from '../../infra/db/compactions.js';
 import { loadTranscript, selectPreviousSummary } from '../../infra/db/messages.js';
 import { withTenant } from '../../infra/db/tenant.js';
-import { type CompactionActivityDeps, requireRecord } from './record.js';
+import { requireRecord, type SnapshotDeps } from './record.js';
 
-export function createAlignActivities({ db }: Pick<CompactionActivityDeps, 'db'>) {
+export function createAlignActivities({ db, windowCache }: SnapshotDeps) {
+  /** Creates the compaction record (idempotent: a retry finds it). */
+  async function begin({ tenantId, compactionId, previousSummary, ...fields }: BeginCompactionInput) {
+    return createCompactionRecord(db, tenantId, {
+      ...fields,
+      id: compactionId,
+      previousSummary:
+        previousSummary !== undefined
+          ? previousSummary
+          : await withTenant(db, tenantId, (tx) => selectPreviousSummary(tx, tenantId, fields.sessionId)),
+    });
+  }
+
   return {
-    /** Creates the compaction record (idempotent: a retry finds it). */
+    /** The record's creation as its own activity: histories recorded before `align-begins` (workflows/compaction.ts). */
     async beginCompaction(input: BeginCompactionInput): Promise<void> {
-      await createCompactionRecord(db, input.tenantId, {
-        id: input.compactionId,
-        sessionId: input.sessionId,
-        conversationId: input.conversationId,
-        seq: input.seq,
-        trigger: input.trigger,
-        inPlace: input.inPlace,
-        focusTopic: input.focusTopic,
-        previousSummary:
-          input.previousSummary !== undefined
-            ? input.previousSummary
-            : await withTenant(db, input.tenantId, (tx) => selectPreviousSummary(tx, input.tenantId, input.sessionId)),
-      });
+      await begin(input);
     },
 
-    /** Phase 2 (S1–S4, and the empty-window check of §8.5.1) on the unpruned active transcript. */
+    /**
+     * Phase 2 (S1–S4, and the empty-window check of §8.5.1, which planCompaction makes) on the unpruned active
+     * transcript; with `begin`, the compaction record is created first (idempotent), in the same activity.
+     */
     async align(input: AlignInput): Promise<AlignResult> {
-      const record = await requireRecord(db, input);
+      const record = input.begin
+        ? await begin({ tenantId: input.tenantId, compactionId: input.compactionId, ...input.begin })
+        : await requireRecord(db, input);
       const stored = record.plan;
       if (stored) {
         return {
@@ -57,15 +57,7 @@ export function createAlignActivities({ db }: Pick<CompactionActivityDeps, 'db'>
         tailTokenBudget: input.tailTokenBudget,
         previousSummary: record.previous_summary,
       });
-      let noop: false | string = boundaries.noop;
-      if (noop === false) {
-        const request = buildSummaryRequest(messages, boundaries, {
-          previousSummary: record.previous_summary,
-          focusTopic: record.focus_topic,
-          contextLength: input.contextLength,
-        });
-        if (request.noop !== false) noop = request.noop;
-      }
+      const noop = boundaries.noop;
       const plan: StoredPlan = {
         headEnd: boundaries.headEnd,
         cut: boundaries.cut,
@@ -84,6 +76,9 @@ export function createAlignActivities({ db }: Pick<CompactionActivityDeps, 'db'>
         });
       }
       await updateCompaction(db, input.tenantId, input.compactionId, patch);
+      // The later phases of this compaction on this worker take the input from memory (no second read).
+      if (noop === false)
+        windowCache?.put(input.tenantId, input.compactionId, plan.inputRowIds, messages, tokensBefore);
       return { noop, headEnd: plan.headEnd, cut: plan.cut, inputRows: rows.length, tokensBefore };
     },
   };

@@ -6,12 +6,16 @@ import { createPruneActivities } from './prune.js';
 import { createReassembleActivities } from './reassemble.js';
 import type { CompactionActivityDeps } from './record.js';
 import { createSummarizeActivities } from './summarize.js';
+import { WindowCache } from './windowCache.js';
 
 export { findSummaryIndex } from './reassemble.js';
 export type { CompactionActivityDeps, SummarizerFor } from './record.js';
 export { createReplayActivities, type ReplayActivities } from './replay.js';
+export { WindowCache } from './windowCache.js';
 
-export function createCompactionActivities(deps: CompactionActivityDeps) {
+/** One window cache per worker's activities unless the caller brings its own. */
+export function createCompactionActivities(given: CompactionActivityDeps) {
+  const deps = given.windowCache ? given : { ...given, windowCache: new WindowCache() };
   return {
     ...createAlignActivities(deps),
     ...createPruneActivities(deps),

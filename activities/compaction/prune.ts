@@ -3,15 +3,16 @@ import type { StoredPrune } from '../../contracts/compaction.js';
 import type { CompactionRef } from '../../contracts/compactionActivities.js';
 import { prunePhase } from '../../engine/index.js';
 import { updateCompaction } from '../../infra/db/compactions.js';
-import { type CompactionActivityDeps, loadSnapshot, requireRecord } from './record.js';
+import { loadSnapshot, requireRecord, type SnapshotDeps } from './record.js';
 
-export function createPruneActivities({ db }: Pick<CompactionActivityDeps, 'db'>) {
+export function createPruneActivities(deps: SnapshotDeps) {
+  const { db } = deps;
   return {
     async prune(ref: CompactionRef): Promise<{ prunedCount: number }> {
       const record = await requireRecord(db, ref);
       const existing = record.prune_result;
       if (existing) return { prunedCount: existing.prunedCount };
-      const { input, plan } = await loadSnapshot(db, ref.tenantId, record);
+      const { input, plan } = await loadSnapshot(deps, ref.tenantId, record);
       const result = prunePhase(input, plan);
       const replacements: StoredPrune['replacements'] = [];
       result.messages.forEach((m, i) => {

@@ -24,7 +24,7 @@ import {
 import { commitInPlace, commitRotation } from '../../infra/db/compactionCommit/index.js';
 import { isCommitted, updateCompaction } from '../../infra/db/compactions.js';
 import type { CompactionRow } from '../../infra/db/schema.js';
-import { type CompactionActivityDeps, planOf, prunedSnapshot, requireRecord } from './record.js';
+import { type CompactionActivityDeps, loadPins, planOf, prunedSnapshot, requireRecord } from './record.js';
 import { bodySimilarity, hostPolicyForTenant, withPolicyPointer } from './summaryBackend.js';
 
 /** The output row that carries the summary (standalone or merged, SPEC §8.6.2). */
@@ -59,14 +59,16 @@ function committedResult(record: CompactionRow): ReassembleResult | null {
   };
 }
 
-export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'db' | 'baseHostPolicy'>) {
-  const { db } = deps;
+export function createReassembleActivities(
+  deps: Pick<CompactionActivityDeps, 'db' | 'baseHostPolicy' | 'windowCache'>,
+) {
+  const { db, windowCache } = deps;
   return {
     async reassemble(input: ReassembleInput): Promise<ReassembleResult> {
       const record = await requireRecord(db, input);
       const done = committedResult(record);
       if (done) return done;
-      const { plan, input: messages, pinned, pruned } = await prunedSnapshot(db, input.tenantId, record);
+      const { plan, input: messages, pruned } = await prunedSnapshot(deps, input.tenantId, record);
       const llmBody = record.summary_body;
       const failureClass: SummaryFailureClass | null = llmBody
         ? null
@@ -89,7 +91,7 @@ export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'd
         ? insertAfterSummary(
             reassembled,
             findSummaryIndex(reassembled, summaryBody),
-            pinnedToRehydrate(messages, pinned, plan),
+            pinnedToRehydrate(messages, await loadPins(db, input.tenantId, plan), plan),
           )
         : reassembled;
       const fallbackUsed = llmBody === null;
@@ -110,6 +112,7 @@ export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'd
           failure_class: failureClass,
           completed_at: new Date(),
         });
+        windowCache?.delete(input.tenantId, input.compactionId);
         return {
           status: 'rejected',
           sessionId: record.session_id,
@@ -144,6 +147,7 @@ export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'd
               newSessionId: input.newSessionId,
             })
           : await commitInPlace(db, input.tenantId, { ...commit, sessionId: record.session_id });
+      windowCache?.delete(input.tenantId, input.compactionId);
       return {
         status: fallbackUsed ? 'fallback' : 'committed',
         sessionId: committed.sessionId,
@@ -156,6 +160,7 @@ export function createReassembleActivities(deps: Pick<CompactionActivityDeps, 'd
 
     /** Records how a compaction ended when no commit happened (abort, failure after retries). */
     async recordCompactionEnd(input: CompactionEnd): Promise<void> {
+      windowCache?.delete(input.tenantId, input.compactionId);
       const record = await requireRecord(db, input);
       if (isCommitted(record)) return;
       const plan = record.plan;

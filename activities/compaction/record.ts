@@ -7,10 +7,11 @@ import type { CompactionRef } from '../../contracts/compactionActivities.js';
 import { FailureType } from '../../contracts/failures.js';
 import type { ChatMessage, CompactionPlan, HostPolicy, Summarizer } from '../../engine/index.js';
 import { getCompaction } from '../../infra/db/compactions.js';
-import { loadRowsByIds } from '../../infra/db/messages.js';
+import { loadPinsByIds, loadRowsByIds } from '../../infra/db/messages.js';
 import type { CompactionRow, Database } from '../../infra/db/schema.js';
 import { getSession } from '../../infra/db/sessions.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
+import type { WindowCache } from './windowCache.js';
 
 /** The summarizer for a conversation's main model (SPEC §2.3: the summary model defaults to the main model). */
 export type SummarizerFor = (target: { model: string | null; provider: string | null }) => Summarizer | null;
@@ -25,15 +26,18 @@ export interface CompactionActivityDeps {
   baseHostPolicy?: HostPolicy;
   /** Where the quality gate's retention shares are observed (issue #15 §3); absent: not observed. */
   metrics?: Pick<Metrics, 'summaryRetention'>;
+  /** The worker's memory of the windows align read; absent: every phase reads its input from PostgreSQL. */
+  windowCache?: WindowCache;
 }
+
+/** What a phase needs to read a compaction's input. */
+export type SnapshotDeps = Pick<CompactionActivityDeps, 'db' | 'windowCache'>;
 
 export interface CompactionSnapshot {
   record: CompactionRow;
   plan: StoredPlan;
-  /** The compaction's input messages, unpruned. */
-  input: ChatMessage[];
-  /** Per input message: an operator pinned it (SPEC §19 `rehydrate_pinned`). */
-  pinned: boolean[];
+  /** The compaction's input messages, unpruned (frozen when they come from the window cache). */
+  input: readonly ChatMessage[];
 }
 
 export async function requireRecord(db: Kysely<Database>, ref: CompactionRef): Promise<CompactionRow> {
@@ -42,19 +46,37 @@ export async function requireRecord(db: Kysely<Database>, ref: CompactionRef): P
   return record;
 }
 
-/** The compaction's input messages (unpruned), read back by row id: archived rows stay readable (nothing is deleted). */
+function requirePlan(record: CompactionRow): StoredPlan {
+  if (!record.plan) throw new Error(`compaction ${record.id} has no plan yet (align did not run)`);
+  return record.plan;
+}
+
+/**
+ * The compaction's input messages (unpruned): from the worker's window cache when align ran here, else read back by
+ * row id (archived rows stay readable: nothing is deleted).
+ */
 export async function loadSnapshot(
-  db: Kysely<Database>,
+  deps: SnapshotDeps,
   tenantId: string,
   record: CompactionRow,
 ): Promise<CompactionSnapshot> {
-  const plan = record.plan;
-  if (!plan) throw new Error(`compaction ${record.id} has no plan yet (align did not run)`);
-  const rows = await loadRowsByIds(db, tenantId, plan.inputRowIds);
+  const plan = requirePlan(record);
+  const kept = deps.windowCache?.get(tenantId, record.id, plan.inputRowIds);
+  if (kept) return { record, plan, input: kept };
+  const rows = await loadRowsByIds(deps.db, tenantId, plan.inputRowIds);
   if (rows.length !== plan.inputRowIds.length) {
     throw new Error(`compaction ${record.id}: ${plan.inputRowIds.length - rows.length} input row(s) are missing`);
   }
-  return { record, plan, input: rows.map((r) => r.message), pinned: rows.map((r) => r.pinned) };
+  return { record, plan, input: rows.map((r) => r.message) };
+}
+
+/** Per input message: an operator pinned it (SPEC §19 `rehydrate_pinned`), read now (pins change at any time). */
+export async function loadPins(db: Kysely<Database>, tenantId: string, plan: StoredPlan): Promise<boolean[]> {
+  const pins = await loadPinsByIds(db, tenantId, plan.inputRowIds);
+  return pins.map((pinned, i) => {
+    if (pinned === undefined) throw new Error(`input row ${plan.inputRowIds[i]} is missing`);
+    return pinned;
+  });
 }
 
 /** The pruned working copy: the input with the stored replacements applied (new objects for changed rows). */
@@ -69,11 +91,11 @@ export function applyPrune(input: readonly ChatMessage[], prune: StoredPrune): C
 
 /** The snapshot and its pruned working copy (after the prune phase). */
 export async function prunedSnapshot(
-  db: Kysely<Database>,
+  deps: SnapshotDeps,
   tenantId: string,
   record: CompactionRow,
 ): Promise<CompactionSnapshot & { pruned: ChatMessage[] }> {
-  const snapshot = await loadSnapshot(db, tenantId, record);
+  const snapshot = await loadSnapshot(deps, tenantId, record);
   const prune = record.prune_result;
   if (!prune) throw new Error(`compaction ${record.id} has no prune result yet`);
   return { ...snapshot, pruned: applyPrune(snapshot.input, prune) };

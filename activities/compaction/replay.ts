@@ -57,7 +57,7 @@ export function createReplayActivities(deps: CompactionActivityDeps) {
         FailureType.NoSummarizer,
       );
     }
-    const gated = await summarizeWindow(summarizer, record, await prunedSnapshot(db, ref.tenantId, record));
+    const gated = await summarizeWindow(summarizer, record, await prunedSnapshot(deps, ref.tenantId, record));
     const policy = await hostPolicyForTenant(deps, ref.tenantId);
     return { ...gated, body: withPolicyPointer(gated.body, policy, record.conversation_id) };
   }

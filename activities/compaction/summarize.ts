@@ -28,7 +28,7 @@ export function createSummarizeActivities(deps: CompactionActivityDeps) {
       if (!summarizer) {
         // SPEC §19 `summary_backend: extractive`, and `local` with no provider configured: no LLM; the deterministic
         // body is the summary (committed, not the §9.5 fallback, which stays the answer to a failing summariser).
-        const snapshot = await loadSnapshot(db, ref.tenantId, record);
+        const snapshot = await loadSnapshot(deps, ref.tenantId, record);
         await updateCompaction(db, ref.tenantId, ref.compactionId, {
           summary_body: toStorableText(extractiveBody(snapshot)),
           summary_backend: 'extractive',
@@ -37,7 +37,7 @@ export function createSummarizeActivities(deps: CompactionActivityDeps) {
         });
         return { ok: true, summarizerCalled: false };
       }
-      const snapshot = await prunedSnapshot(db, ref.tenantId, record);
+      const snapshot = await prunedSnapshot(deps, ref.tenantId, record);
       await updateCompaction(db, ref.tenantId, ref.compactionId, { attempts: Context.current().info.attempt });
       let gated: GatedSummary;
       try {

@@ -228,6 +228,29 @@ export function loadRowsByIds(
   return withTenant(db, tenantId, (tx) => selectRowsByIds(tx, tenantId, ids), READ_ONLY);
 }
 
+/** Whether an operator pinned each row, in the order of `ids` (no content read); undefined for an id not visible. */
+export async function loadPinsByIds(
+  db: Kysely<Database>,
+  tenantId: string,
+  ids: readonly number[],
+): Promise<(boolean | undefined)[]> {
+  if (ids.length === 0) return [];
+  const rows = await withTenant(
+    db,
+    tenantId,
+    (tx) =>
+      tx
+        .selectFrom('messages')
+        .select(['id', 'pinned'])
+        .where('tenant_id', '=', tenantId)
+        .where(sql<boolean>`id = ANY(${[...new Set(ids)]}::bigint[])`)
+        .execute(),
+    READ_ONLY,
+  );
+  const byId = new Map(rows.map((row) => [Number(row.id), row.pinned]));
+  return ids.map((id) => byId.get(id));
+}
+
 export interface ListMessagesOptions {
   /** Also rows archived by a compaction (`compacted`), as search sees them (SPEC §14.1). */
   includeArchived?: boolean;

@@ -74,6 +74,7 @@ describe('committed histories', () => {
         });
     const patched = new Set(histories.flatMap(patchesOf));
     expect([...patched].sort()).toEqual([
+      'align-begins',
       'background-compaction',
       'background-start-unawaited',
       'coalesce-batches',
@@ -83,12 +84,12 @@ describe('committed histories', () => {
     ]);
     // The first generation has no marker at all: it replays the unpatched paths.
     const later = (h: (typeof histories)[number]) =>
-      /^(claim-check|quiet-batches|local-publish|local-respond|background-start)\./.test(h.workflowId);
+      /^(claim-check|quiet-batches|local-publish|local-respond|background-start|align-begins)\./.test(h.workflowId);
     expect(histories.filter((h) => !later(h) && patchesOf(h).length > 0)).toEqual([]);
   });
 
   it('replay against workflows/ without a single error', async () => {
-    expect(histories.length).toBeGreaterThanOrEqual(42);
+    expect(histories.length).toBeGreaterThanOrEqual(47);
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: productBundle }, histories)) {
       results.push(result);
