@@ -131,6 +131,7 @@ export function createReassembleActivities(
       const commit = {
         compactionId: input.compactionId,
         expectedRowIds: plan.inputRowIds,
+        inputMessages: messages,
         output,
         summaryIndex,
         summaryBody,

@@ -106,6 +106,20 @@ function columnsToMessage(row: Omit<MessageColumns, 'raw_message'>): ChatMessage
   return message;
 }
 
+/**
+ * The message a row reads back as, given the message it read back as earlier and its `extra` column now: the wire
+ * columns and `raw_message` of a row never change after the insert (only `extra`, `summary_body`, `pinned` and the
+ * row's session do), so this is `fieldsToMessage` of the row without reading its content again.
+ */
+export function withStoredExtra(
+  earlier: ChatMessage,
+  extra: Record<string, unknown> | null,
+  hasRawMessage: boolean,
+): ChatMessage {
+  // A raw row reads back as its raw JSON, whatever `extra` holds.
+  return hasRawMessage ? earlier : columnsToMessage({ ...columnsOf(earlier), extra });
+}
+
 /** The message as it reads back after storing it (cache_control dropped, missing content → null). */
 export function toStoredMessage(message: ChatMessage): ChatMessage {
   return fieldsToMessage(messageToFields(message));

@@ -99,6 +99,40 @@ export async function selectActiveRows(
   return rows.map(rowToStored);
 }
 
+/** A transcript row without its content: what a commit needs of it besides the message it already holds. */
+export interface ActiveRowState {
+  id: number;
+  sessionId: string;
+  position: number;
+  pinned: boolean;
+  extra: Record<string, unknown> | null;
+  hasRawMessage: boolean;
+}
+
+/** The session's active rows in position order, without their content (the text columns are not read). */
+export async function selectActiveRowStates(
+  tx: Kysely<Database>,
+  tenantId: string,
+  sessionId: string,
+): Promise<ActiveRowState[]> {
+  const rows = await selectWithState(tx, tenantId)
+    .select(['m.id', 's.session_id', 's.position', 'm.pinned', 'm.extra'])
+    .select(sql<boolean>`m.raw_message IS NOT NULL`.as('has_raw'))
+    .where('s.session_id', '=', sessionId)
+    .where(ACTIVE)
+    .orderBy('s.position')
+    .orderBy('s.message_id')
+    .execute();
+  return rows.map((row) => ({
+    id: row.id,
+    sessionId: row.session_id,
+    position: row.position,
+    pinned: row.pinned,
+    extra: row.extra,
+    hasRawMessage: row.has_raw,
+  }));
+}
+
 /** One row to insert: the message plus what the row says about it. */
 export interface RowToInsert {
   message: ChatMessage;

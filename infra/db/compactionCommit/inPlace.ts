@@ -5,10 +5,11 @@ import { canonicalJson } from '../../../engine/commit/messageKeys.js';
 import { type CarriedUpdate, checkSummaryIndex, planInPlace } from '../../../engine/commit/plan.js';
 import { isCommitted } from '../compactions.js';
 import { messageToFields } from '../messageRows.js';
-import { insertMessageRows, type StoredMessage } from '../messages.js';
+import { insertMessageRows } from '../messages.js';
 import type { Database } from '../schema.js';
 import { type WriteRetryOptions, withTenantWrite } from '../writeRetry.js';
 import {
+  type CommitRow,
   commitTotals,
   finishCompaction,
   keepRowsSince,
@@ -28,7 +29,7 @@ async function updateCarriedRows(
   tx: Kysely<Database>,
   tenantId: string,
   sessionId: string,
-  rows: readonly StoredMessage[],
+  rows: readonly CommitRow[],
   updates: readonly CarriedUpdate[],
 ): Promise<void> {
   if (updates.length === 0) return;
@@ -91,7 +92,13 @@ export async function commitInPlace(
     async (tx) => {
       const { conversation, session, record } = await lockForCommit(tx, tenantId, input.compactionId, input.sessionId);
       if (isCommitted(record)) return storedOutcome(tx, tenantId, record, conversation);
-      const { rows, since } = await readTranscript(tx, tenantId, input.sessionId, input.expectedRowIds);
+      const { rows, since } = await readTranscript(
+        tx,
+        tenantId,
+        input.sessionId,
+        input.expectedRowIds,
+        input.inputMessages,
+      );
       const plan = planInPlace(rows, input);
       await updateCarriedRows(tx, tenantId, input.sessionId, rows, plan.updates);
       await archiveRows(tx, tenantId, input.sessionId, plan.archivedIds, input.compactionId);

@@ -37,7 +37,13 @@ export async function commitRotation(
       const locked = await lockForCommit(tx, tenantId, input.compactionId, input.oldSessionId);
       const { conversation, session: old, record } = locked;
       if (isCommitted(record)) return storedOutcome(tx, tenantId, record, conversation);
-      const { rows, since } = await readTranscript(tx, tenantId, input.oldSessionId, input.expectedRowIds);
+      const { rows, since } = await readTranscript(
+        tx,
+        tenantId,
+        input.oldSessionId,
+        input.expectedRowIds,
+        input.inputMessages,
+      );
       const plan = planRotation(rows, input);
       const created = await insertSessionIfAbsent(tx, tenantId, {
         id: input.newSessionId,

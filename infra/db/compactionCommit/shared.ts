@@ -11,7 +11,8 @@ import { SUMMARY_PREFIX } from '../../../engine/constants.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { commitNoteOf, lockCompaction } from '../compactions.js';
 import { type LogTotals, lockConversation, setTotals, totalsOf } from '../conversations.js';
-import { type StoredMessage, selectActiveRows, selectTranscriptTotals } from '../messages.js';
+import { withStoredExtra } from '../messageRows.js';
+import { selectActiveRowStates, selectActiveRows, selectTranscriptTotals } from '../messages.js';
 import type { CompactionRow, ConversationRow, Database, SessionRow } from '../schema.js';
 import { lockSession } from '../sessions.js';
 import { CompactionNotFoundError, TranscriptChangedError } from '../storeErrors.js';
@@ -25,24 +26,57 @@ function summaryTextOf(input: CommitInput): string {
   return typeof input.stats.summary === 'string' ? input.stats.summary : `${SUMMARY_PREFIX}\n${input.summaryBody}`;
 }
 
-/** The rows the compaction read (still the first active rows, in order) and the rows appended since. */
+/** A transcript row as the commit needs it. */
+export interface CommitRow {
+  id: number;
+  sessionId: string;
+  position: number;
+  pinned: boolean;
+  message: ChatMessage;
+}
+
+/** A row appended since the compaction read the transcript: kept after the output (its message is not needed). */
+export type SinceRow = Omit<CommitRow, 'message'>;
+
+/**
+ * The rows the compaction read (still the first active rows, in order) and the rows appended since. With the
+ * messages the compaction read (`inputMessages`, one per expected row) only the rows' state is read: a row's wire
+ * columns never change, its runtime properties (`extra`) and pin are read now.
+ */
 export async function readTranscript(
   tx: Kysely<Database>,
   tenantId: string,
   sessionId: string,
   expectedRowIds: readonly number[],
-): Promise<{ rows: StoredMessage[]; since: StoredMessage[] }> {
-  const active = await selectActiveRows(tx, tenantId, sessionId);
-  const rows = active.slice(0, expectedRowIds.length);
-  const prefix = rows.length === expectedRowIds.length && rows.every((row, i) => row.id === expectedRowIds[i]);
-  if (!prefix) {
-    throw new TranscriptChangedError(
-      sessionId,
-      expectedRowIds,
-      active.map((r) => r.id),
-    );
+  inputMessages?: readonly ChatMessage[],
+): Promise<{ rows: CommitRow[]; since: SinceRow[] }> {
+  const n = expectedRowIds.length;
+  if (inputMessages === undefined) {
+    const active = await selectActiveRows(tx, tenantId, sessionId);
+    checkPrefix(sessionId, expectedRowIds, active);
+    return { rows: active.slice(0, n), since: active.slice(n) };
   }
-  return { rows, since: active.slice(expectedRowIds.length) };
+  if (inputMessages.length !== n) throw new RangeError(`${inputMessages.length} input messages for ${n} rows`);
+  const states = await selectActiveRowStates(tx, tenantId, sessionId);
+  checkPrefix(sessionId, expectedRowIds, states);
+  const rows = states.slice(0, n).map((row, i) => ({
+    id: row.id,
+    sessionId: row.sessionId,
+    position: row.position,
+    pinned: row.pinned,
+    message: withStoredExtra(inputMessages[i] as ChatMessage, row.extra, row.hasRawMessage),
+  }));
+  return { rows, since: states.slice(n) };
+}
+
+/** Throws TranscriptChangedError unless `expectedRowIds` are the first active rows, in order. */
+function checkPrefix(sessionId: string, expectedRowIds: readonly number[], active: readonly { id: number }[]): void {
+  if (active.length >= expectedRowIds.length && expectedRowIds.every((id, i) => active[i]?.id === id)) return;
+  throw new TranscriptChangedError(
+    sessionId,
+    expectedRowIds,
+    active.map((r) => r.id),
+  );
 }
 
 /**
@@ -101,7 +135,7 @@ export async function setPositions(
 export async function keepRowsSince(
   tx: TenantTx,
   tenantId: string,
-  since: readonly StoredMessage[],
+  since: readonly SinceRow[],
   output: readonly ChatMessage[],
   sessionId: string,
 ): Promise<void> {

@@ -1,6 +1,7 @@
 // The commit's input and outcome (SPEC §13.2 in place, §13.3 rotation).
 import type { StoredStats } from '../../../contracts/compaction.js';
 import type { CompactedTranscript } from '../../../engine/commit/plan.js';
+import type { ChatMessage } from '../../../engine/types.js';
 import type { LogTotals } from '../conversations.js';
 
 /** What the reassemble phase hands to the commit. */
@@ -8,6 +9,11 @@ export interface CommitInput extends CompactedTranscript {
   compactionId: string;
   /** The active row ids, in position order, that the compaction read. */
   expectedRowIds: readonly number[];
+  /**
+   * The messages of those rows as the compaction read them, when it has them: the commit then reads only the rows'
+   * state (ids, positions, runtime properties, pins), not their content again.
+   */
+  inputMessages?: readonly ChatMessage[];
   fallbackUsed: boolean;
   /** Stored as the record's stats; its `summary` (the summary text) is stored as the record's summary. */
   stats: StoredStats;

@@ -350,6 +350,69 @@ describe('commitInPlace', () => {
     expect(oldSummary).toMatchObject({ active: false, compacted: true, summaryBody: 'one' });
   });
 
+  it('given the messages the compaction read, commits exactly what a commit that reads the rows again commits', async () => {
+    // A row PostgreSQL cannot store as text (kept as raw JSON), runtime properties, a name on a user row.
+    const rows: ChatMessage[] = [
+      system('You are an agent.'),
+      { role: 'user', content: 'hello from\u0000a terminal', name: 'ops' } as ChatMessage,
+      { role: 'assistant', content: 'a1', reasoning: 'first' } as ChatMessage,
+      user('u2'),
+      { role: 'assistant', content: 'a2', reasoning: 'old', provider_extra: { id: 7 } } as ChatMessage,
+      user('latest request'),
+    ];
+    // The summary replaces row 2 only: every carried row keeps its position, so only a change of its runtime
+    // properties makes the commit rewrite it.
+    const output: ChatMessage[] = [rows[0]!, rows[1]!, user(summaryText('light')), rows[3]!, rows[4]!, rows[5]!];
+    const run = async (light: boolean) => {
+      const seeded = await seedSession(testDb.db, TENANT, rows);
+      const read = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
+      expect(read.map((r) => r.message)).toEqual(rows);
+      // The row's runtime properties change after the read: the commit compares the output with them as they are now.
+      await withTenant(testDb.db, TENANT, (tx) =>
+        tx
+          .updateTable('messages')
+          .set({ extra: JSON.stringify({ reasoning: 'mid' }) })
+          .where('id', '=', read[4]!.id)
+          .execute(),
+      );
+      const compactionId = await newCompaction(testDb.db, seeded);
+      await appendMessages(testDb.db, TENANT, seeded.sessionId, [{ message: assistant('late'), idempotencyKey: 'l' }]);
+      const outcome = await commitInPlace(testDb.db, TENANT, {
+        sessionId: seeded.sessionId,
+        compactionId,
+        expectedRowIds: read.map((r) => r.id),
+        ...(light ? { inputMessages: read.map((r) => r.message) } : {}),
+        output,
+        summaryIndex: 2,
+        summaryBody: 'light',
+        fallbackUsed: false,
+        stats: statsFor('light'),
+      });
+      const ids = new Map(read.map((r, i) => [r.id, `row${i}`]));
+      const name = (id: number | null | undefined) => (id == null ? id : (ids.get(id) ?? 'new'));
+      const every = await allRows(seeded);
+      return {
+        outcome: [outcome.compactedRowIds.map(name), outcome.keptSinceRowIds.length, name(outcome.summaryRowId)],
+        rows: every.map((r) => [name(r.id), r.message, r.position, r.active, r.compacted, r.summaryBody, r.pinned]),
+      };
+    };
+    const again = await run(false);
+    const light = await run(true);
+    expect(light).toEqual(again);
+    // The carried rows: the raw row and the others keep their ids; the reasoning follows the output.
+    expect(light.outcome[0]).toEqual(['row2']);
+    const live = light.rows.filter((r) => r[3]).sort((a, b) => (a[2] as number) - (b[2] as number));
+    expect(live.map((r) => [r[0], r[1]])).toEqual([
+      ['row0', rows[0]],
+      ['row1', rows[1]],
+      ['new', output[2]],
+      ['row3', rows[3]],
+      ['row4', rows[4]],
+      ['row5', rows[5]],
+      ['new', assistant('late')],
+    ]);
+  });
+
   it('rejects a compaction of another session, an unknown compaction and a summary index outside the output', async () => {
     const a = await seedSession(testDb.db, TENANT, [user('a')]);
     const b = await seedSession(testDb.db, TENANT, [user('b')]);

@@ -59,7 +59,11 @@ async function rotate(
 }
 
 describe('commitRotation', () => {
-  it('keeps the pin of every row it carries into the new session (SPEC §19 rehydrate_pinned)', async () => {
+  // The compaction read the rows before the operator pinned them: with its messages the commit reads pins anew.
+  it.each([
+    ['reading the rows again', false],
+    ['given the messages the compaction read', true],
+  ])('keeps the pin of every row it carries into the new session (SPEC §19 rehydrate_pinned), %s', async (_, light) => {
     const seeded = await seedSession(testDb.db, TENANT, history);
     const rows = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
     const [first, , third, last] = rows;
@@ -74,6 +78,7 @@ describe('commitRotation', () => {
       newSessionId: uniqueId('rot'),
       compactionId,
       expectedRowIds: rows.map((r) => r.id),
+      ...(light ? { inputMessages: rows.map((r) => r.message) } : {}),
       output: [user(summaryText(body)), first!.message, third!.message, last!.message],
       summaryIndex: 0,
       summaryBody: body,
