@@ -3,8 +3,9 @@
 import { type Kysely, sql } from 'kysely';
 import { canonicalJson } from '../../../engine/commit/messageKeys.js';
 import { type CarriedUpdate, checkSummaryIndex, planInPlace } from '../../../engine/commit/plan.js';
+import { estimateMessageTokensRough } from '../../../engine/tokens.js';
 import { isCommitted } from '../compactions.js';
-import { messageToFields } from '../messageRows.js';
+import { messageToFields, toStoredMessage } from '../messageRows.js';
 import { insertMessageRows } from '../messages.js';
 import type { Database } from '../schema.js';
 import { type WriteRetryOptions, withTenantWrite } from '../writeRetry.js';
@@ -22,7 +23,8 @@ import type { CommitOutcome, InPlaceCommit } from './types.js';
 
 /**
  * Carried rows: the new position (row state), and on the message row only what changed there — the output's runtime
- * properties (`extra`) where they differ, the summary body where it now lives. Rows that only move never touch
+ * properties (`extra`, with the token estimate of the message they now make) where they differ, the summary body
+ * where it now lives. Rows that only move never touch
  * `messages`, so their search columns and index entries stay as they are (DESIGN.md §4).
  */
 async function updateCarriedRows(
@@ -50,13 +52,17 @@ async function updateCarriedRows(
         id: u.id,
         ...(extra ? { extra } : {}),
         ...(u.summaryBody !== undefined ? { summary_body: u.summaryBody } : {}),
+        // As an insert estimates it: the message the row reads back as (the transcript's totals sum these).
+        ...(extraChanged ? { token_estimate: estimateMessageTokensRough(toStoredMessage(u.message)) } : {}),
       },
     ];
   });
   if (rewritten.length === 0) return;
   await sql`
-    UPDATE messages AS m SET extra = v.extra, summary_body = coalesce(v.summary_body, m.summary_body)
-      FROM jsonb_to_recordset(${JSON.stringify(rewritten)}::jsonb) AS v(id bigint, extra jsonb, summary_body text)
+    UPDATE messages AS m SET extra = v.extra, summary_body = coalesce(v.summary_body, m.summary_body),
+           token_estimate = coalesce(v.token_estimate, m.token_estimate)
+      FROM jsonb_to_recordset(${JSON.stringify(rewritten)}::jsonb)
+           AS v(id bigint, extra jsonb, summary_body text, token_estimate integer)
      WHERE m.tenant_id = ${tenantId} AND m.session_id = ${sessionId} AND m.id = v.id`.execute(tx);
 }
 

@@ -2,6 +2,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SYSTEM_NOTE } from '../../../engine/constants.js';
+import { estimateMessageTokensRough } from '../../../engine/tokens.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { commitInPlace, type InPlaceCommit, SESSION_COMPRESS_EVENT } from '../../../infra/db/compactionCommit/index.js';
 import { getCompaction } from '../../../infra/db/compactions.js';
@@ -310,7 +311,7 @@ describe('commitInPlace', () => {
     const merged = user(`${summaryText('one')}\n\nstart`);
     const output1: ChatMessage[] = [
       merged,
-      { role: 'assistant', content: 'a2', reasoning: 'new' } as ChatMessage,
+      { role: 'assistant', content: 'a2', reasoning: 'new, and much longer than the old one' } as ChatMessage,
       user('latest request'),
     ];
     const outcome1 = await commitInPlace(testDb.db, TENANT, {
@@ -326,6 +327,9 @@ describe('commitInPlace', () => {
     let after = await loadTranscript(testDb.db, TENANT, seeded.sessionId);
     expect(after.map((r) => r.message)).toEqual(output1);
     expect(after[1]?.id).toBe(seeded.rows[3]?.id);
+    // The carried row's token estimate follows its new runtime properties (the totals sum these).
+    expect(after.map((r) => r.tokenEstimate)).toEqual(output1.map(estimateMessageTokensRough));
+    expect(seeded.rows[3]?.tokenEstimate).not.toBe(after[1]?.tokenEstimate);
     expect(after[0]).toMatchObject({ id: outcome1.summaryRowId, summaryBody: 'one' });
 
     await appendMessages(testDb.db, TENANT, seeded.sessionId, [{ message: assistant('reply'), idempotencyKey: 'r' }]);
