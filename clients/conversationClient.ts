@@ -59,6 +59,16 @@ export function isTemporalOutage(err: unknown): boolean {
   return false;
 }
 
+/**
+ * The conversation workflow's task timeout (kept across continue-as-new). Its state publication and the agent turn
+ * run as local activities inside a workflow task: a worker killed there loses the task to another worker after this
+ * long (Temporal's default of 10 s put that kill point at the limit of issue #9's ≤ 10 s recovery goal), and a long
+ * model call keeps the task alive with a heartbeat at 80 % of it, when other updates waiting for the conversation
+ * are accepted. Not lower: under overload a task may wait seconds for a workflow thread, and a timed-out task is
+ * retried, adding load.
+ */
+export const CONVERSATION_TASK_TIMEOUT = '8 seconds';
+
 export interface ClientOptions {
   namespace?: string;
   taskQueue?: string;
@@ -90,6 +100,7 @@ export class ConversationClient {
   private startOptions(input: ConversationInput) {
     return {
       taskQueue: this.taskQueue,
+      workflowTaskTimeout: CONVERSATION_TASK_TIMEOUT,
       workflowId: conversationWorkflowId(input.tenantId, input.conversationId),
       args: [input] as [ConversationInput],
       staticSummary: `Conversation ${input.conversationId} of tenant ${input.tenantId}`,

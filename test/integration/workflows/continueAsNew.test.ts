@@ -162,7 +162,10 @@ describe('continue-as-new', () => {
     // Every finished run closed with continue-as-new shortly after the limit was reached (drain, then hand over).
     for (const run of chain.slice(0, -1)) expect(run.events).toBeGreaterThanOrEqual(CAN_LIMIT);
     const currentRunId = chain[chain.length - 1]!.runId;
-    expect((await handle.describe()).runId).toBe(currentRunId);
+    const current = await handle.describe();
+    expect(current.runId).toBe(currentRunId);
+    // The task timeout the gateway starts the workflow with (clients/conversationClient.ts) is carried over.
+    expect(Number(current.raw.executionConfig?.defaultWorkflowTaskTimeout?.seconds)).toBe(8);
 
     // The carried state after two hand-overs.
     const carried = await stack.client.status(tenantId, conv);
