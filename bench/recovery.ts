@@ -4,10 +4,11 @@
 // compaction's update resolves (compaction phases), or a `sync` of the next batch returns (recordState).
 // Goal: p95 over the kill points ≤ 10 s, with the production timeouts (no `timeouts` knobs are passed).
 //
-// Kill points (hooks of test/support/harness/workerProcess.ts): align (which creates the record), prune, reassemble (PAUSE_AFTER: the
-// activity's writes are done, its completion is never reported), summarize (PAUSE_IN: while the summarizer answers)
-// and recordState (PAUSE_AFTER its third call: the workflow publishes the second batch). Both processes load one
-// prebuilt workflow bundle, so the restart does not re-bundle; its start-up (spawn → polling) is printed on its own.
+// Kill points (hooks of test/support/harness/workerProcess.ts): align (which creates the record), prune, reassemble
+// (PAUSE_AFTER: the activity's writes are done, its completion is never reported), summarize (PAUSE_IN: while the
+// summarizer answers) and recordState (PAUSE_AFTER its second call: the workflow publishes the second batch; every
+// batch is notified, a local activity). Both processes load one prebuilt workflow bundle, so the restart does not
+// re-bundle; its start-up (spawn → polling) is printed on its own.
 // From the workflows' histories the time is split into: the lost attempt (kill → its retry starts on the new worker:
 // heartbeat timeout + retry backoff, or the start-up when that is longer), sticky-queue waits (workflow tasks sent
 // to the dead worker's sticky queue until they time out to the normal queue) and the rest (the remaining phases,
@@ -21,7 +22,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { TemporalUnavailableError } from '../clients/conversationClient.js';
+import { CONVERSATION_TASK_TIMEOUT, TemporalUnavailableError } from '../clients/conversationClient.js';
 import { ensureTenant } from '../infra/db/tenants.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { startDevServer } from '../infra/temporal/devServer.js';
@@ -30,7 +31,7 @@ import { createTestDatabase, type TestDatabase } from '../test/support/harness/d
 import { fixedSummarizer } from '../test/support/harness/fixedSummarizer.js';
 import { startWorkerProcess, type WorkerProcess } from '../test/support/harness/spawnWorker.js';
 import { createStackAt, productWorkflowBundle, type StackAt } from '../test/support/harness/stackAt.js';
-import type { ConversationStart } from '../workers/gateway/conversations.js';
+import { type ConversationStart, Conversations } from '../workers/gateway/conversations.js';
 import {
   DEFAULT_COMPACTION_TIMEOUTS,
   HEARTBEAT_TIMEOUT_SECONDS,
@@ -56,6 +57,8 @@ interface KillPoint {
   activity: string;
   workflow: 'compaction' | 'conversation';
   hook: Record<string, string>;
+  /** A local activity: retried in the next workflow task, not as an activity task. */
+  local?: boolean;
 }
 
 const KILL_POINTS: KillPoint[] = [
@@ -67,7 +70,8 @@ const KILL_POINTS: KillPoint[] = [
     name: 'recordState',
     activity: 'recordState',
     workflow: 'conversation',
-    hook: { PAUSE_AFTER: 'recordState', PAUSE_SKIP: '2' },
+    hook: { PAUSE_AFTER: 'recordState', PAUSE_SKIP: '1' },
+    local: true,
   },
 ];
 
@@ -112,6 +116,18 @@ function retryStartedAt(events: HistoryEvent[], activity: string): number | null
     }
   }
   return at;
+}
+
+/**
+ * A local activity (recordState, patch `local-publish`) leaves no activity events: its lost attempt ends when a
+ * workflow task of the conversation starts again after the kill, on the new worker, and runs it again.
+ */
+function workflowTaskStartedAfter(events: HistoryEvent[], since: number): number | null {
+  for (const e of events) {
+    if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && toMs(e.eventTime) > since)
+      return toMs(e.eventTime);
+  }
+  return null;
 }
 
 /** Workflow tasks scheduled from `since` on that timed out on a sticky queue (schedule-to-start): their waits (ms). */
@@ -185,9 +201,12 @@ async function runOnce(bench: Bench, point: KillPoint): Promise<Sample> {
           throw new Error(`${point.name}: compaction ${result.status}: ${result.error}`);
       };
     } else {
-      await stack.client.submit(tenantId, conv, batch(agentTranscript(4, { tag: 'later' }).slice(1)), START);
+      // Every batch notified: a quiet batch would never reach the workflow (no publication to die in), and the
+      // gateway would mark it applied itself, so `sync` would answer without the restarted worker.
+      const loud = new Conversations(bench.testDb.db, stack.temporal, { notifyEveryBatch: true });
+      await loud.submit(tenantId, conv, batch(agentTranscript(4, { tag: 'later' }).slice(1)), START);
       answered = async () => {
-        await stack.client.submit(tenantId, conv, batch([{ role: 'user', content: 'one more question' }]), START);
+        await loud.submit(tenantId, conv, batch([{ role: 'user', content: 'one more question' }]), START);
         await syncUntilAnswered(stack, tenantId, conv);
       };
     }
@@ -206,7 +225,7 @@ async function runOnce(bench: Bench, point: KillPoint): Promise<Sample> {
     if (point.workflow === 'compaction') workflowIds.push(compactionWorkflowId(tenantId, before.sessionId, 1));
     const histories = await Promise.all(workflowIds.map((id) => historyOf(stack, id)));
     const own = point.workflow === 'compaction' ? histories[1]! : histories[0]!;
-    const retriedAt = retryStartedAt(own, point.activity);
+    const retriedAt = point.local ? workflowTaskStartedAfter(own, killedAt) : retryStartedAt(own, point.activity);
     if (retriedAt === null) throw new Error(`${point.name}: no retry of ${point.activity} in the history`);
     // Sticky waits that began once the lost attempt was retried are on the critical path; earlier ones overlap it.
     const waits = histories.flatMap((events) => stickyWaits(events, retriedAt));
@@ -289,6 +308,10 @@ function report(results: Map<string, Sample[]>): void {
   );
   console.log(
     "             (retried ≈ max(start-up, heartbeat timeout + first retry interval) + the server's timer and dispatch latency)",
+  );
+  console.log(
+    `             recordState (a local activity): kill → the conversation's workflow task times out ` +
+      `(${CONVERSATION_TASK_TIMEOUT}, clients/conversationClient.ts) and starts on the new worker`,
   );
   console.log(
     `  sticky     after the retry, workflow tasks sent to the dead worker's sticky queue (child, then parent) until they move to the ` +
