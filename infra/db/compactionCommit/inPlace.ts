@@ -24,8 +24,8 @@ import type { CommitOutcome, InPlaceCommit } from './types.js';
 /**
  * Carried rows: the new position (row state), and on the message row only what changed there — the output's runtime
  * properties (`extra`, with the token estimate of the message they now make) where they differ, the summary body
- * where it now lives. Rows that only move never touch
- * `messages`, so their search columns and index entries stay as they are (DESIGN.md §4).
+ * where it now lives. Rows that only move never touch `messages`, so their search columns and index entries stay as
+ * they are (DESIGN.md §4).
  */
 async function updateCarriedRows(
   tx: Kysely<Database>,
