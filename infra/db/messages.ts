@@ -84,53 +84,23 @@ function selectStored(tx: Kysely<Database>, tenantId: string) {
   return selectWithState(tx, tenantId).select(STORED_COLUMNS);
 }
 
+/** The session's active rows in position order (SPEC §1.4), before the caller picks its columns. */
+export function selectActiveInOrder(tx: Kysely<Database>, tenantId: string, sessionId: string) {
+  return selectWithState(tx, tenantId)
+    .where('s.session_id', '=', sessionId)
+    .where(ACTIVE)
+    .orderBy('s.position')
+    .orderBy('s.message_id');
+}
+
 /** The session's active rows in position order: the transcript replayed to the model (SPEC §1.4). */
 export async function selectActiveRows(
   tx: Kysely<Database>,
   tenantId: string,
   sessionId: string,
 ): Promise<StoredMessage[]> {
-  const rows = await selectStored(tx, tenantId)
-    .where('s.session_id', '=', sessionId)
-    .where(ACTIVE)
-    .orderBy('s.position')
-    .orderBy('s.message_id')
-    .execute();
+  const rows = await selectActiveInOrder(tx, tenantId, sessionId).select(STORED_COLUMNS).execute();
   return rows.map(rowToStored);
-}
-
-/** A transcript row without its content: what a commit needs of it besides the message it already holds. */
-export interface ActiveRowState {
-  id: number;
-  sessionId: string;
-  position: number;
-  pinned: boolean;
-  extra: Record<string, unknown> | null;
-  hasRawMessage: boolean;
-}
-
-/** The session's active rows in position order, without their content (the text columns are not read). */
-export async function selectActiveRowStates(
-  tx: Kysely<Database>,
-  tenantId: string,
-  sessionId: string,
-): Promise<ActiveRowState[]> {
-  const rows = await selectWithState(tx, tenantId)
-    .select(['m.id', 's.session_id', 's.position', 'm.pinned', 'm.extra'])
-    .select(sql<boolean>`m.raw_message IS NOT NULL`.as('has_raw'))
-    .where('s.session_id', '=', sessionId)
-    .where(ACTIVE)
-    .orderBy('s.position')
-    .orderBy('s.message_id')
-    .execute();
-  return rows.map((row) => ({
-    id: row.id,
-    sessionId: row.session_id,
-    position: row.position,
-    pinned: row.pinned,
-    extra: row.extra,
-    hasRawMessage: row.has_raw,
-  }));
 }
 
 /** One row to insert: the message plus what the row says about it. */
@@ -260,29 +230,6 @@ export function loadRowsByIds(
 ): Promise<StoredMessage[]> {
   if (ids.length === 0) return Promise.resolve([]);
   return withTenant(db, tenantId, (tx) => selectRowsByIds(tx, tenantId, ids), READ_ONLY);
-}
-
-/** Whether an operator pinned each row, in the order of `ids` (no content read); undefined for an id not visible. */
-export async function loadPinsByIds(
-  db: Kysely<Database>,
-  tenantId: string,
-  ids: readonly number[],
-): Promise<(boolean | undefined)[]> {
-  if (ids.length === 0) return [];
-  const rows = await withTenant(
-    db,
-    tenantId,
-    (tx) =>
-      tx
-        .selectFrom('messages')
-        .select(['id', 'pinned'])
-        .where('tenant_id', '=', tenantId)
-        .where(sql<boolean>`id = ANY(${[...new Set(ids)]}::bigint[])`)
-        .execute(),
-    READ_ONLY,
-  );
-  const byId = new Map(rows.map((row) => [Number(row.id), row.pinned]));
-  return ids.map((id) => byId.get(id));
 }
 
 export interface ListMessagesOptions {

@@ -12,11 +12,12 @@ import type { ChatMessage } from '../../../engine/types.js';
 import { commitNoteOf, lockCompaction } from '../compactions.js';
 import { type LogTotals, lockConversation, setTotals, totalsOf } from '../conversations.js';
 import { withStoredExtra } from '../messageRows.js';
-import { selectActiveRowStates, selectActiveRows, selectTranscriptTotals } from '../messages.js';
+import { selectActiveRows, selectTranscriptTotals } from '../messages.js';
 import type { CompactionRow, ConversationRow, Database, SessionRow } from '../schema.js';
 import { lockSession } from '../sessions.js';
 import { CompactionNotFoundError, TranscriptChangedError } from '../storeErrors.js';
 import type { TenantTx } from '../tenant.js';
+import { selectActiveRowStates } from './rowStates.js';
 import type { CommitInput, CommitOutcome } from './types.js';
 
 export const SESSION_COMPRESS_EVENT = 'session:compress';
