@@ -8,7 +8,7 @@ import type { Metrics } from '../infra/metrics/registry.js';
 import { createCompactionActivities, createReplayActivities, type SummarizerFor } from './compaction/index.js';
 import { createConversationActivities } from './conversation.js';
 import { guardActivities } from './guard.js';
-import { createRespondActivities } from './respond.js';
+import { createRespondActivities, respondDepsFrom } from './respond.js';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -36,13 +36,7 @@ export function createActivities(deps: ActivityDeps) {
       ...createConversationActivities(deps),
       ...createCompactionActivities(deps),
       ...createReplayActivities(deps),
-      ...createRespondActivities({
-        db: deps.db,
-        providers: deps.providers ?? null,
-        cacheTtl: deps.cacheTtl === undefined ? '5m' : deps.cacheTtl,
-        ...(deps.env ? { env: deps.env } : {}),
-        ...(deps.respondTimeoutMs ? { respondTimeoutMs: deps.respondTimeoutMs } : {}),
-      }),
+      ...createRespondActivities({ db: deps.db, ...respondDepsFrom(deps) }),
     },
     deps.heartbeatIntervalMs ? { heartbeatIntervalMs: deps.heartbeatIntervalMs } : {},
   );

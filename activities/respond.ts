@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import { FailureType } from '../contracts/failures.js';
 import { type CacheTtl, prepareContext } from '../engine/index.js';
 import { updateCompaction } from '../infra/db/compactions.js';
-import { appendToConversation } from '../infra/db/conversationAppend.js';
+import { type AppendOptions, type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
 import { selectConversation, totalsOf } from '../infra/db/conversations.js';
 import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
@@ -16,8 +16,13 @@ import { READ_ONLY, withTenant } from '../infra/db/tenant.js';
 import { insertTurn, selectTurn, turnUsage } from '../infra/db/turns.js';
 import { chatCompletion } from '../infra/llm/chat.js';
 import { createProviderClient } from '../infra/llm/clients.js';
-import { chatProviderOf, chatProviderProblem, type ProvidersConfig } from '../infra/llm/providers.js';
-import type { ChatTool, ChatUsage } from '../infra/llm/types.js';
+import {
+  chatProviderOf,
+  chatProviderProblem,
+  type ProviderConfig,
+  type ProvidersConfig,
+} from '../infra/llm/providers.js';
+import type { ChatResult, ChatTool, ChatUsage } from '../infra/llm/types.js';
 
 export interface RespondDeps {
   db: Kysely<Database>;
@@ -55,7 +60,35 @@ export interface RespondResult {
   replySeq?: number;
 }
 
-export function createRespondActivities(deps: RespondDeps) {
+/**
+ * The deps of a turn from a process's LLM configuration, wherever the turn runs (worker or gateway): no cache TTL
+ * given means the default 5 minutes.
+ */
+export function respondDepsFrom(deps: {
+  providers?: ProvidersConfig | null;
+  cacheTtl?: CacheTtl | null;
+  env?: Readonly<Record<string, string | undefined>>;
+  respondTimeoutMs?: number;
+}): Omit<RespondDeps, 'db'> {
+  return {
+    providers: deps.providers ?? null,
+    cacheTtl: deps.cacheTtl === undefined ? '5m' : deps.cacheTtl,
+    ...(deps.env ? { env: deps.env } : {}),
+    ...(deps.respondTimeoutMs ? { respondTimeoutMs: deps.respondTimeoutMs } : {}),
+  };
+}
+
+/** The provider's answer to a turn, before it is stored. */
+export interface TurnCall {
+  provider: ProviderConfig;
+  result: ChatResult;
+}
+
+/**
+ * The agent turn's steps, shared by the respond activity (the workflow runs the turn) and the gateway (it runs a
+ * quiet turn itself, issue #11 §2): where the turn starts, the model call, and storing the reply with its turn record.
+ */
+export function createTurnRunner(deps: RespondDeps) {
   const { db } = deps;
   const env = deps.env ?? process.env;
 
@@ -94,72 +127,74 @@ export function createRespondActivities(deps: RespondDeps) {
     );
   }
 
-  /** The turn as stored by an earlier attempt, or null. */
-  async function storedTurn(input: RespondInput): Promise<RespondResult | null> {
-    const start = await startingPoint(input);
-    return 'stored' in start ? start.stored : null;
+  /** The model call on the transcript's prepared context; a missing provider or key fails for good. */
+  async function call(input: RespondInput, rows: readonly StoredMessage[], signal?: AbortSignal): Promise<TurnCall> {
+    const problem = chatProviderProblem(deps.providers, input.provider, env);
+    const provider = chatProviderOf(deps.providers, input.provider);
+    if (problem || !provider) {
+      const type = provider ? FailureType.ProviderKeyMissing : FailureType.NoProvider;
+      throw ApplicationFailure.nonRetryable(problem ?? 'no LLM provider is configured', type);
+    }
+    const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
+    // The same prepared context as the gateway's /context route (engine/prepareContext.ts).
+    const context = prepareContext(
+      rows.map((r) => r.message),
+      { model: input.model, cachingRoute: provider.cachingRoute, cacheTtl: deps.cacheTtl },
+    );
+    const result = await chatCompletion({
+      provider: client,
+      model: input.model,
+      context,
+      ...(input.tools ? { tools: input.tools } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    return { provider, result };
   }
 
-  return {
-    async respond(input: RespondInput): Promise<RespondResult> {
-      const start = await startingPoint(input);
-      if ('stored' in start) return start.stored;
-      const problem = chatProviderProblem(deps.providers, input.provider, env);
-      const provider = chatProviderOf(deps.providers, input.provider);
-      if (problem || !provider) {
-        const type = provider ? FailureType.ProviderKeyMissing : FailureType.NoProvider;
-        throw ApplicationFailure.nonRetryable(problem ?? 'no LLM provider is configured', type);
-      }
-      const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
-      const { rows } = start;
-      // The same prepared context as the gateway's /context route (engine/prepareContext.ts).
-      const context = prepareContext(
-        rows.map((r) => r.message),
-        { model: input.model, cachingRoute: provider.cachingRoute, cacheTtl: deps.cacheTtl },
-      );
-      const result = await chatCompletion({
-        provider: client,
-        model: input.model,
-        context,
-        ...(input.tools ? { tools: input.tools } : {}),
-        signal: Context.current().cancellationSignal,
-      });
-      // The reply and the turn record in one transaction: a crash leaves both or neither.
-      const appended = await appendToConversation(
-        db,
-        input.tenantId,
-        input.conversationId,
-        [{ message: result.message, idempotencyKey: input.turnKey }],
-        {
-          within: async (tx, append) => {
-            const reply = append.appended[0];
-            if (!reply) return; // stored by a concurrent attempt, which also recorded the turn
-            await insertTurn(tx, input.tenantId, {
-              id: input.turnKey,
-              sessionId: append.sessionId,
-              conversationId: input.conversationId,
-              model: input.model,
-              provider: provider.id,
-              messageId: reply.id,
-              finishReason: result.finishReason,
-              promptTokens: result.usage.prompt_tokens,
-              completionTokens: result.usage.completion_tokens,
-              cacheReadTokens: result.usage.cache_read_tokens,
-              cacheWriteTokens: result.usage.cache_write_tokens,
-              uncachedInputTokens: result.usage.uncached_input_tokens,
-              cachingEnabled: result.cachingEnabled,
-              afterCompactionId: input.afterCompactionId,
-            });
-          },
+  /**
+   * The reply and the turn record in one transaction: a crash leaves both or neither. `settle` sets further columns
+   * of the conversation's row with the append (the gateway's notification decision). Null: a concurrent attempt
+   * stored the reply first (and recorded the turn).
+   */
+  async function store(
+    input: RespondInput,
+    { provider, result }: TurnCall,
+    settle?: AppendOptions['settle'],
+  ): Promise<{ result: RespondResult; appended: AppendResult } | null> {
+    const appended = await appendToConversation(
+      db,
+      input.tenantId,
+      input.conversationId,
+      [{ message: result.message, idempotencyKey: input.turnKey }],
+      {
+        ...(settle ? { settle } : {}),
+        within: async (tx, append) => {
+          const reply = append.appended[0];
+          if (!reply) return; // stored by a concurrent attempt, which also recorded the turn
+          await insertTurn(tx, input.tenantId, {
+            id: input.turnKey,
+            sessionId: append.sessionId,
+            conversationId: input.conversationId,
+            model: input.model,
+            provider: provider.id,
+            messageId: reply.id,
+            finishReason: result.finishReason,
+            promptTokens: result.usage.prompt_tokens,
+            completionTokens: result.usage.completion_tokens,
+            cacheReadTokens: result.usage.cache_read_tokens,
+            cacheWriteTokens: result.usage.cache_write_tokens,
+            uncachedInputTokens: result.usage.uncached_input_tokens,
+            cachingEnabled: result.cachingEnabled,
+            afterCompactionId: input.afterCompactionId,
+          });
         },
-      );
-      const reply = appended.appended[0];
-      if (!reply) {
-        const again = await storedTurn(input);
-        if (again) return again;
-        throw new Error(`turn ${input.turnKey}: the reply was stored by another attempt but its turn is missing`);
-      }
-      return {
+      },
+    );
+    const reply = appended.appended[0];
+    if (!reply) return null;
+    return {
+      appended,
+      result: {
         messageId: reply.id,
         finishReason: result.finishReason,
         usage: result.usage,
@@ -167,7 +202,35 @@ export function createRespondActivities(deps: RespondDeps) {
         tokenEstimate: reply.tokenEstimate,
         totals: appended.totals!,
         replySeq: appended.totals!.batchSeq,
-      };
+      },
+    };
+  }
+
+  /** The turn as stored by an earlier attempt, or null. */
+  async function storedTurn(input: RespondInput): Promise<RespondResult | null> {
+    const start = await startingPoint(input);
+    return 'stored' in start ? start.stored : null;
+  }
+
+  return { startingPoint, call, store, storedTurn };
+}
+
+export type TurnRunner = ReturnType<typeof createTurnRunner>;
+
+export function createRespondActivities(deps: RespondDeps) {
+  const { db } = deps;
+  const turns = createTurnRunner(deps);
+
+  return {
+    async respond(input: RespondInput): Promise<RespondResult> {
+      const start = await turns.startingPoint(input);
+      if ('stored' in start) return start.stored;
+      const answer = await turns.call(input, start.rows, Context.current().cancellationSignal);
+      const stored = await turns.store(input, answer);
+      if (stored) return stored.result;
+      const again = await turns.storedTurn(input);
+      if (again) return again;
+      throw new Error(`turn ${input.turnKey}: the reply was stored by another attempt but its turn is missing`);
     },
 
     /** Cache economics of a compaction, measured on the turns after it (issue: LLM providers §4). */

@@ -123,6 +123,15 @@ async function appendLocked(
   return { appended, duplicates };
 }
 
+export interface AppendOptions {
+  /**
+   * Columns of the conversation's row to set in the statement that adds the batch to its totals, from the row as it
+   * was locked and the append's result (its totals as they will be).
+   */
+  settle?: (result: AppendResult, head: ConversationRow) => UpdateObject<Database, 'conversations'> | null;
+  within?: (tx: TenantTx, result: AppendResult) => Promise<void>;
+}
+
 const tokensOf = (rows: readonly AppendedMessage[]) => rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
 
 /**
@@ -134,14 +143,7 @@ export async function appendToConversation(
   tenantId: string,
   conversationId: string,
   items: readonly AppendItem[],
-  options: {
-    /**
-     * Columns of the conversation's row to set in the statement that adds the batch to its totals, from the row as
-     * it was locked and the append's result (its totals as they will be).
-     */
-    settle?: (result: AppendResult, head: ConversationRow) => UpdateObject<Database, 'conversations'> | null;
-    within?: (tx: TenantTx, result: AppendResult) => Promise<void>;
-  } = {},
+  options: AppendOptions = {},
 ): Promise<AppendResult> {
   validateItems(items);
   return withTenantWrite(db, tenantId, async (tx) => {
