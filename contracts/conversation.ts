@@ -9,6 +9,7 @@ import type {
   CompressionStats,
   CompressorState,
   HostPolicy,
+  TurnUsage,
   Usage,
 } from '../engine/index.js';
 import type { CompactionStatus, CompactionTimeouts, CompactionTrigger, SummaryRetention } from './compaction.js';
@@ -78,14 +79,7 @@ export interface ChatTurnRequest {
 }
 
 /** Token usage of one model call. `prompt_tokens` is the whole input: uncached + cache reads + cache writes. */
-export interface TurnUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  uncached_input_tokens: number;
-}
+export type { TurnUsage };
 
 /** An OpenAI chat-completions function tool (converted for Anthropic by the provider adapter). */
 export interface ChatTool {

@@ -2,7 +2,7 @@
 // workflow decides; Temporal history holds decisions and ids, never message content). The gateway builds it from
 // the append's result, inside nothing but ids, counts, token estimates and the provider's usage numbers.
 import type { QuietFold, QuietRules } from '../engine/quietBatches.js';
-import type { Usage } from '../engine/types.js';
+import type { TurnUsage, Usage } from '../engine/types.js';
 
 export type { QuietFold, QuietRules };
 
@@ -43,6 +43,16 @@ export interface StoredBatch {
   usage?: Usage;
   /** Token estimates of that assistant message and what follows it: counted on top of the reading (SPEC §7.6). */
   usageTailTokens?: number;
+  /**
+   * The batch is the reply of a chat turn the gateway ran (issue #11 §2): the turn's usage with its cache economics,
+   * counted by the workflow as its own turns are. Absent otherwise.
+   */
+  turn?: TurnUsage;
+  /**
+   * The gateway runs a chat turn after this batch without waiting for the workflow (issue #11 §2): the workflow
+   * runs the turn's preflight check on it as on a turn of its own. Absent otherwise.
+   */
+  turnFollows?: boolean;
   /** Absent in notifications sent before quiet batches existed. */
   notification?: NotificationFold;
 }

@@ -119,6 +119,8 @@ export function validateStoredBatch(batch: unknown): string | null {
   }
   if (typeof b.freshAssistant !== 'boolean') return 'batch.freshAssistant must be a boolean';
   if (b.usage !== undefined && !isObject(b.usage)) return 'batch.usage must be an object';
+  if (b.turnFollows !== undefined && typeof b.turnFollows !== 'boolean') return 'batch.turnFollows must be a boolean';
+  if (b.turn !== undefined && !isTurnUsage(b.turn)) return 'batch.turn must hold the six token counts of a turn';
   if (b.notification !== undefined) return validateNotificationFold(b.notification, 'batch.notification');
   return null;
 }
@@ -139,5 +141,25 @@ export function validateNotificationFold(value: unknown, at: string): string | n
   if (typeof q.usageVersion !== 'number' || typeof q.readingBaseTokens !== 'number') {
     return `${at}.quiet must hold usageVersion and readingBaseTokens`;
   }
+  if (q.turns !== undefined) {
+    const t = q.turns as Record<string, unknown>;
+    const counts = ['turns', 'cacheReadTokens', 'cacheWriteTokens', 'uncachedInputTokens'] as const;
+    if (!isObject(t) || counts.some((key) => !isCount(t[key])) || !isTurnUsage(t.lastTurn)) {
+      return `${at}.quiet.turns must hold ${counts.join(', ')} and lastTurn`;
+    }
+  }
   return null;
+}
+
+const TURN_USAGE_KEYS = [
+  'prompt_tokens',
+  'completion_tokens',
+  'total_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'uncached_input_tokens',
+] as const;
+
+function isTurnUsage(value: unknown): boolean {
+  return isObject(value) && TURN_USAGE_KEYS.every((key) => isCount((value as Record<string, unknown>)[key]));
 }

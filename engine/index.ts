@@ -16,6 +16,7 @@ export * from './constants.js';
 export * from './engineRegistry.js';
 export * from './extractive/index.js';
 export * from './fallbackSummary.js';
+export * from './gatewayTurns.js';
 export * from './hygiene.js';
 export * from './jsonTokens.js';
 export * from './messages.js';

@@ -9,7 +9,7 @@
 import type { CompressorState } from './compressorState.js';
 import { TRIP_STRIKES } from './constants.js';
 import { gatewayHygieneDecision } from './hygiene.js';
-import type { Usage } from './types.js';
+import type { TurnUsage, Usage } from './types.js';
 
 /** What the workflow publishes: valid while `epoch` equals the conversation's notification epoch in the log. */
 export interface QuietRules {
@@ -32,6 +32,29 @@ export interface QuietRules {
   usersQuiet: boolean;
   lastPromptTokens: number;
   readingBaseTokens: number;
+  /**
+   * A chat turn may run in the gateway, its batches judged by these rules (absent in rules published before such
+   * turns existed: no). False while the cache recovery after a compaction is measured (every turn counts there, in
+   * order) and when automatic compaction blocks (SPEC §19 `background: false`: a turn's reply waits for it).
+   */
+  turnsQuiet?: boolean;
+  /**
+   * A chat turn may run in the gateway with its batches notified, not folded, when the workflow's decisions on its
+   * batch cannot change what the model is sent (no hygiene compaction, SPEC §11): SPEC §19 `background` is on, so
+   * the in-loop checks at most start a background compaction (absent in older rules: no).
+   */
+  gatewayTurns?: boolean;
+  /** Published while a background compaction runs: no batch is quiet (absent in older rules, then null meant it). */
+  compacting?: boolean;
+}
+
+/** The chat turns of quiet batches (their replies' usage): counted and summed for the status telemetry. */
+export interface QuietTurns {
+  turns: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  uncachedInputTokens: number;
+  lastTurn: TurnUsage;
 }
 
 /** The summed effect of the quiet batches since the last notification (StoredBatch fields only, no content). */
@@ -49,6 +72,8 @@ export interface QuietFold {
   usage: Usage | null;
   usageVersion: number;
   readingBaseTokens: number;
+  /** Chat turns the gateway ran among the quiet batches (absent: none). */
+  turns?: QuietTurns;
 }
 
 /** The fields of a committed batch the rules look at (a StoredBatch is one). */
@@ -62,12 +87,14 @@ export interface QuietBatchView {
   incoming: { rows: number; tokens: number } | null;
   usage?: Usage;
   usageTailTokens?: number;
+  /** The batch is the reply of a chat turn the gateway ran (its usage with the cache economics). */
+  turn?: TurnUsage;
 }
 
 const positive = (value: unknown): number | null =>
   typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null;
 
-/** The rules for the workflow's current state (null: every batch must be notified, e.g. a compaction is running). */
+/** The rules for the workflow's current state (while a compaction runs, every batch must be notified). */
 export function quietRulesOf(input: {
   epoch: number;
   enabled: boolean;
@@ -78,10 +105,12 @@ export function quietRulesOf(input: {
   readingBaseTokens: number;
   compacting: boolean;
   pausedAtFixedPoint: boolean;
-}): QuietRules | null {
-  if (input.compacting) return null;
+  turnsQuiet: boolean;
+  gatewayTurns: boolean;
+}): QuietRules {
   const s = input.compressor;
   return {
+    ...(input.compacting ? { compacting: true } : {}),
     epoch: input.epoch,
     enabled: input.enabled,
     contextLength: input.contextLength,
@@ -91,6 +120,8 @@ export function quietRulesOf(input: {
     usersQuiet: !input.pausedAtFixedPoint,
     lastPromptTokens: s.lastPromptTokens,
     readingBaseTokens: input.readingBaseTokens,
+    turnsQuiet: input.turnsQuiet && !input.compacting,
+    gatewayTurns: input.gatewayTurns,
   };
 }
 
@@ -105,10 +136,18 @@ function readingAfter(rules: QuietRules, fold: QuietFold | null): { lastPromptTo
 
 /**
  * True when the batch, applied after the fold, can make no decision: no post-response check that could trigger or
- * give a verdict (SPEC §7.3, §7.6), no gateway hygiene (SPEC §11.2), no preflight trigger for an incoming message,
- * no pause to lift.
+ * give a verdict (SPEC §7.3, §7.6), no gateway hygiene (SPEC §11.2), no preflight trigger for an incoming message
+ * (or before the model call of a chat turn, `turnFollows`), no pause to lift.
  */
-export function isQuiet(rules: QuietRules, fold: QuietFold | null, batch: QuietBatchView): boolean {
+export function isQuiet(
+  rules: QuietRules,
+  fold: QuietFold | null,
+  batch: QuietBatchView,
+  options: { turnFollows?: boolean } = {},
+): boolean {
+  const turnFollows = options.turnFollows === true;
+  if (rules.compacting === true) return false;
+  if ((turnFollows || batch.turn) && rules.turnsQuiet !== true) return false;
   if (batch.users > 0 && !rules.usersQuiet) return false;
   const after = readingAfter(rules, fold);
   const base = after.base;
@@ -120,16 +159,18 @@ export function isQuiet(rules: QuietRules, fold: QuietFold | null, batch: QuietB
     lastPromptTokens = positive(batch.usage.prompt_tokens) ?? lastPromptTokens;
     if (lastPromptTokens >= rules.thresholdTokens) return false;
   }
-  if (!batch.incoming || !rules.enabled) return true;
-  const hygiene = gatewayHygieneDecision({
-    historyLength: Math.max(0, batch.activeMessages - batch.incoming.rows),
-    historyTokens: Math.max(0, batch.activeTokens - batch.incoming.tokens),
-    contextLength: rules.contextLength,
-    lastPromptTokens,
-    enabled: rules.enabled,
-    hardMessageLimit: rules.hardMessageLimit,
-  });
-  if (hygiene.run) return false;
+  if (!rules.enabled || (!batch.incoming && !turnFollows)) return true;
+  const hygiene = batch.incoming
+    ? gatewayHygieneDecision({
+        historyLength: Math.max(0, batch.activeMessages - batch.incoming.rows),
+        historyTokens: Math.max(0, batch.activeTokens - batch.incoming.tokens),
+        contextLength: rules.contextLength,
+        lastPromptTokens,
+        enabled: rules.enabled,
+        hardMessageLimit: rules.hardMessageLimit,
+      })
+    : null;
+  if (hygiene?.run) return false;
   // With a reading the workflow runs no preflight check (the reading is the newest measure, SPEC §7.6).
   if (batch.usage) return true;
   const context = lastPromptTokens > 0 ? lastPromptTokens + Math.max(0, batch.activeTokens - base) : batch.activeTokens;
@@ -152,6 +193,20 @@ export function foldQuiet(fold: QuietFold | null, batch: QuietBatchView): QuietF
     usage: merged,
     usageVersion: batch.usage ? batch.version : (fold?.usageVersion ?? 0),
     readingBaseTokens: batch.usage ? batch.activeTokens - (batch.usageTailTokens ?? 0) : (fold?.readingBaseTokens ?? 0),
+    ...foldTurns(fold?.turns, batch.turn),
+  };
+}
+
+function foldTurns(before: QuietTurns | undefined, turn: TurnUsage | undefined): { turns?: QuietTurns } {
+  if (!turn) return before ? { turns: before } : {};
+  return {
+    turns: {
+      turns: (before?.turns ?? 0) + 1,
+      cacheReadTokens: (before?.cacheReadTokens ?? 0) + turn.cache_read_tokens,
+      cacheWriteTokens: (before?.cacheWriteTokens ?? 0) + turn.cache_write_tokens,
+      uncachedInputTokens: (before?.uncachedInputTokens ?? 0) + turn.uncached_input_tokens,
+      lastTurn: turn,
+    },
   };
 }
 

@@ -50,6 +50,16 @@ export interface Usage {
   total_tokens?: number;
 }
 
+/** One chat turn's usage as the provider reported it, with its cache economics (SPEC §12.3 telemetry). */
+export interface TurnUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  uncached_input_tokens: number;
+}
+
 export interface EngineStatus {
   last_prompt_tokens: number;
   threshold_tokens: number;

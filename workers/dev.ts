@@ -6,12 +6,14 @@
 // Flags: --demo, --exit (stop after the demo). Env (infra/config/env.ts, README): DATABASE_URL, TEMPORAL_PORT,
 // TEMPORAL_UI_PORT, GATEWAY_PORT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_CONFIG,
 // DURABLE_CONTEXT_DATA (data dir, default ./.data).
+
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, makeTelemetryFilterString, NativeConnection, Runtime } from '@temporalio/worker';
+import { respondDepsFrom } from '../activities/respond.js';
 import { ConversationClient } from '../clients/conversationClient.js';
 import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
@@ -114,6 +116,7 @@ const app = await buildGateway({
     readDb,
     chatProblem: (row) => chatProviderProblem(llm.providers ?? null, row.provider, process.env),
     baseConfig: config.compression,
+    turns: respondDepsFrom(llm),
   }),
   metrics,
   adminKey: key,

@@ -2,7 +2,9 @@
 // Environment (infra/config/env.ts, README): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, GATEWAY_PORT,
 // GATEWAY_HOST, GATEWAY_BODY_LIMIT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_CONFIG.
 // SIGTERM/SIGINT: stop accepting, finish in-flight requests (at most 10 s), close the pools, exit 0.
+
 import { Connection } from '@temporalio/client';
+import { respondDepsFrom } from '../activities/respond.js';
 import { ConversationClient } from '../clients/conversationClient.js';
 import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
@@ -36,6 +38,7 @@ const app = await buildGateway({
     readDb,
     chatProblem: (row) => chatProviderProblem(providers, row.provider, process.env),
     baseConfig: config.compression,
+    turns: respondDepsFrom({ providers, cacheTtl: config.promptCaching.cacheTtl }),
   }),
   metrics: createMetrics({ db }),
   adminKey: env.DURABLE_CONTEXT_ADMIN_KEY,

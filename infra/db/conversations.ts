@@ -215,6 +215,7 @@ export function setTotals(
     active_tokens: totals.activeTokens,
     // The workflow's quiet rules were published for the transcript before the swap: void until it publishes again.
     notify_epoch: sql`notify_epoch + 1`,
+    notified_since: null,
     ...(totals.currentSessionId ? { current_session_id: totals.currentSessionId } : {}),
   });
 }

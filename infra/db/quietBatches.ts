@@ -7,26 +7,37 @@
 // the fold again (the workflow applies a fold once).
 import { type Kysely, sql, type UpdateObject } from 'kysely';
 import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
+import { notifiedAfter, type RulesStanding, turnRunsWithoutWorkflow } from '../../engine/gatewayTurns.js';
 import { foldQuiet, isQuiet } from '../../engine/quietBatches.js';
 import { requireLockedConversation } from './conversations.js';
 import type { ConversationRow, Database } from './schema.js';
 import { withTenantWrite } from './writeRetry.js';
 
-/** Whether the workflow must hear of a batch, and what the notification carries then. */
-export type NotifyDecision = { notify: false } | { notify: true; notification: NotificationFold | null };
+/**
+ * Whether the workflow must hear of a batch, and what the notification carries then. `turnUnwaited`: the chat turn
+ * that follows the batch may run in the gateway once the workflow is notified (engine turnRunsWithoutWorkflow).
+ */
+export type NotifyDecision =
+  | { notify: false }
+  | { notify: true; notification: NotificationFold | null; turnUnwaited?: boolean };
 
 /** Opens a new notification epoch (set with the append's totals, or on its own); the notification carries the fold. */
 const NEXT_EPOCH = { notify_epoch: sql<number>`notify_epoch + 1` };
+/**
+ * A new epoch whose notification the gateway does not judge (a manual compaction, a model switch, a transcript swap,
+ * a policy change): what was notified since the rules is unknown until the workflow publishes again.
+ */
+const VOID_RULES = { ...NEXT_EPOCH, notified_since: null };
 
 /**
  * Decides on a batch appended to the locked conversation `head` (its row as locked, before the append), and says
  * which columns of that row the append's statement sets with it. `loud`: the workflow hears of the batch whatever
- * the rules say (a chat turn).
+ * the rules say (a chat turn it runs). `turnFollows`: the gateway runs a chat turn after the batch if it is quiet.
  */
 export function decideNotification(
   head: ConversationRow,
   batch: StoredBatch,
-  options: { loud?: boolean } = {},
+  options: { loud?: boolean; turnFollows?: boolean } = {},
 ): { decision: NotifyDecision; set: UpdateObject<Database, 'conversations'> | null } {
   if (batch.seq === null && !options.loud) {
     // Every message was stored before: notify again only while something accepted is still undecided (its own
@@ -36,16 +47,21 @@ export function decideNotification(
     return { decision, set: null };
   }
   const rules = head.quiet_rules;
-  const quiet =
-    !options.loud &&
-    batch.seq !== null &&
-    rules !== null &&
-    rules.epoch === head.notify_epoch &&
-    head.applied_seq === batch.seq - 1 &&
-    isQuiet(rules, head.quiet_fold, batch);
-  if (!quiet) {
-    const notification = { epoch: head.notify_epoch + 1, quiet: head.quiet_fold };
-    return { decision: { notify: true, notification }, set: NEXT_EPOCH };
+  const fold = head.quiet_fold;
+  const turnFollows = options.turnFollows === true;
+  // The rules hold for the batch: they are the workflow's latest, and it has decided on every batch before.
+  const current =
+    batch.seq !== null && rules !== null && rules.epoch === head.notify_epoch && head.applied_seq === batch.seq - 1;
+  const standing: RulesStanding = current ? { current } : { current, since: head.notified_since };
+  if (options.loud || !current || !isQuiet(rules, fold, batch, { turnFollows })) {
+    const notification = { epoch: head.notify_epoch + 1, quiet: fold };
+    const unwaited =
+      !options.loud && turnFollows && rules !== null && turnRunsWithoutWorkflow(rules, fold, batch, standing);
+    const since = options.loud ? null : notifiedAfter(rules, fold, batch, standing);
+    return {
+      decision: { notify: true, notification, ...(unwaited ? { turnUnwaited: true } : {}) },
+      set: { ...NEXT_EPOCH, notified_since: since ? JSON.stringify(since) : null },
+    };
   }
   return {
     decision: { notify: false },
@@ -66,7 +82,7 @@ export function openNotification(
     const head = await requireLockedConversation(tx, tenantId, conversationId);
     await tx
       .updateTable('conversations')
-      .set(NEXT_EPOCH)
+      .set(VOID_RULES)
       .where('tenant_id', '=', tenantId)
       .where('id', '=', head.id)
       .execute();

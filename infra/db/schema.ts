@@ -13,6 +13,7 @@ import type {
 import type { ConversationStatus } from '../../contracts/conversation.js';
 import type { CompressorState } from '../../engine/compressorState.js';
 import type { SummaryFailureClass } from '../../engine/fallbackSummary.js';
+import type { NotifiedSince } from '../../engine/gatewayTurns.js';
 import type { QuietFold, QuietRules } from '../../engine/quietBatches.js';
 import type { ContentPart, ToolCall } from '../../engine/types.js';
 
@@ -127,6 +128,8 @@ export interface ConversationsTable {
   quiet_rules: NullableJson<QuietRules>;
   /** The quiet batches since the last notification, summed; taken by the next one. */
   quiet_fold: NullableJson<QuietFold>;
+  /** What was notified since the rules (0011); null: unknown until the workflow publishes again. */
+  notified_since: NullableJson<NotifiedSince>;
 }
 
 export interface CompactionsTable {

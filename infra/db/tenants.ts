@@ -66,7 +66,7 @@ export async function setTenantPolicy(
         // The quiet rules of the tenant's conversations were computed with the old policy (migration 0009).
         await tx
           .updateTable('conversations')
-          .set({ notify_epoch: sql`notify_epoch + 1` })
+          .set({ notify_epoch: sql`notify_epoch + 1`, notified_since: null })
           .where('tenant_id', '=', tenantId)
           .execute();
       }

@@ -54,6 +54,7 @@ describe('migrations', () => {
       '0008_message_state',
       '0009_quiet_batches',
       '0010_search_plan_reuse',
+      '0011_notified_since',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -91,14 +92,17 @@ describe('0010 down and up again', () => {
     const before = await answers();
     expect(before.map((r) => r.length)).toEqual([2, 1, 1, 3]);
     const migrator = new Migrator({ db: testDb.db, provider: migrationProvider });
-    const down = await migrator.migrateDown();
+    const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
-    expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([['0010_search_plan_reuse', 'Success']]);
+    expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0011_notified_since', 'Success'],
+      ['0010_search_plan_reuse', 'Success'],
+    ]);
     const definition = await sql<{ def: string }>`
       SELECT pg_get_functiondef('dc_search_messages(jsonb, tsquery)'::regprocedure) AS def`.execute(testDb.db);
     expect(definition.rows[0]?.def).toContain('RETURN QUERY EXECUTE statement USING query');
     expect(await answers()).toEqual(before);
-    expect((await migrateToLatest(testDb.db)).applied).toEqual(['0010_search_plan_reuse']);
+    expect((await migrateToLatest(testDb.db)).applied).toEqual(['0010_search_plan_reuse', '0011_notified_since']);
     expect(await answers()).toEqual(before);
   });
 });

@@ -5,6 +5,7 @@
 // unavailable.
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { createTurnRunner, type RespondDeps } from '../../activities/respond.js';
 import { type ConversationClient, TemporalUnavailableError } from '../../clients/conversationClient.js';
 import type { ReplayResult } from '../../contracts/compactionActivities.js';
 import type {
@@ -16,29 +17,22 @@ import type {
   IncomingMessage,
   SubmitMessages,
   SwitchModelRequest,
-  TurnOutcome,
-  TurnResult,
 } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
-import { type ChatMessage, type CompressionConfig, resolveUsableContextLength } from '../../engine/index.js';
+import { type CompressionConfig, resolveUsableContextLength } from '../../engine/index.js';
 import { resolveTenantCompressionConfig } from '../../infra/config/tenantPolicy.js';
 import { getCompaction } from '../../infra/db/compactions.js';
-import { appendToConversation } from '../../infra/db/conversationAppend.js';
-import {
-  createConversation,
-  getConversation,
-  getConversationAndRow,
-  waitApplied,
-} from '../../infra/db/conversations.js';
-import { decideNotification, type NotifyDecision, openNotification } from '../../infra/db/quietBatches.js';
+import { createConversation, getConversation, waitApplied } from '../../infra/db/conversations.js';
+import { openNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import { getTenantPolicy } from '../../infra/db/tenants.js';
-import { selectTurn, type TurnRecord, turnUsage } from '../../infra/db/turns.js';
 import { startingQuietRules } from '../../workflows/conversation/quiet.js';
 import { newSessionId } from '../../workflows/ids.js';
-import { ChatUnavailableError, InvalidRequestError } from './errors.js';
+import { type AppendDecideOptions, appendAndDecide } from './batchAppend.js';
+import { type ChatTurnReply, ChatTurns } from './chatTurns.js';
+import { InvalidRequestError } from './errors.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
 
 export interface ConversationStart {
@@ -50,13 +44,6 @@ export interface ConversationStart {
   /** Workflow knobs (tests, operations). */
   timeouts?: ConversationInput['timeouts'];
   gapWaitMs?: number;
-}
-
-export interface ChatTurnReply extends Omit<TurnResult, 'replyMessageId'> {
-  reply: ChatMessage;
-  /** The calls the client must run; it then sends their results with the next chat turn. */
-  toolCalls: NonNullable<ChatMessage['tool_calls']>;
-  replyMessageId: number;
 }
 
 export interface ConversationsOptions {
@@ -76,6 +63,11 @@ export interface ConversationsOptions {
   baseConfig?: CompressionConfig;
   /** The pool reads use (status, waits): its own connections, never queued behind writes. Default: the write pool. */
   readDb?: Kysely<Database>;
+  /**
+   * The providers (as the worker's respond activity has them): with them, a chat turn whose batch decides nothing
+   * runs in the gateway (chatTurns.ts). Without: the workflow runs every turn.
+   */
+  turns?: Omit<RespondDeps, 'db'>;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -105,6 +97,7 @@ export class Conversations {
   readonly waitTimeoutMs: number;
   /** Workflow knobs remembered per conversation from its creation (tests pass them with `create`/`submit`). */
   private readonly knobs = new Map<string, ConversationStart>();
+  private readonly turns: ChatTurns;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -112,9 +105,23 @@ export class Conversations {
     private readonly options: ConversationsOptions = {},
   ) {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 30_000;
+    this.turns = new ChatTurns(this, options.turns ? createTurnRunner({ ...options.turns, db }) : null);
   }
 
-  private async require(tenantId: string, conversationId: string): Promise<ConversationRow> {
+  get readDb(): Kysely<Database> {
+    return this.options.readDb ?? this.db;
+  }
+
+  chatProblem(row: ConversationRow): string | null {
+    return this.options.chatProblem?.(row) ?? null;
+  }
+
+  /** Tells the workflow of committed batches, in order (the conversation's row as the first append locked it). */
+  notify(tenantId: string, row: ConversationRow, batch: StoredBatch, ...more: StoredBatch[]): Promise<void> {
+    return this.temporal.notify(inputOf(tenantId, row, this.knobsOf(tenantId, row.id)), batch, ...more);
+  }
+
+  async require(tenantId: string, conversationId: string): Promise<ConversationRow> {
     const row = await getConversation(this.options.readDb ?? this.db, tenantId, conversationId);
     if (!row) throw new ConversationNotFoundError(conversationId);
     return row;
@@ -142,7 +149,7 @@ export class Conversations {
   }
 
   /** Starts the conversation's workflow unless it has published already (idempotent: an existing one is kept). */
-  private async ensureWorkflow(tenantId: string, row: ConversationRow): Promise<void> {
+  async ensureWorkflow(tenantId: string, row: ConversationRow): Promise<void> {
     if (row.state !== null) return;
     await this.temporal.start(inputOf(tenantId, row, this.knobsOf(tenantId, row.id)));
   }
@@ -184,33 +191,10 @@ export class Conversations {
     return stored;
   }
 
-  /**
-   * Commits a batch and, in the same transaction, decides whether the workflow must hear of it (quiet batches,
-   * infra/db/quietBatches.ts). `loud`: it must (a chat turn). With `turnId`, reads that turn in the same transaction.
-   */
-  private async append(tenantId: string, conversationId: string, batch: SubmitMessages, loud = false, turnId?: string) {
-    let stored: StoredBatch | undefined;
-    let head: ConversationRow | undefined;
-    let decision: NotifyDecision = { notify: true, notification: null };
-    let turn: TurnRecord | null = null;
-    await appendToConversation(this.db, tenantId, conversationId, batch.messages, {
-      settle: (result, locked) => {
-        stored = storedBatchOf(result, batch);
-        head = locked;
-        const decided = decideNotification(locked, stored, { loud: loud || this.options.notifyEveryBatch === true });
-        decision = decided.decision;
-        return decided.set;
-      },
-      ...(turnId
-        ? {
-            within: async (tx) => {
-              turn = await selectTurn(tx, turnId);
-            },
-          }
-        : {}),
-    });
-    if (!stored || !head) throw new Error(`conversation ${conversationId}: the append did not run`);
-    return { stored, head, decision, turn: turn as TurnRecord | null };
+  /** Commits a batch and decides on it in the same transaction (batchAppend.ts). */
+  append(tenantId: string, conversationId: string, batch: SubmitMessages, options: AppendDecideOptions = {}) {
+    const loud = options.loud === true || this.options.notifyEveryBatch === true;
+    return appendAndDecide(this.db, tenantId, conversationId, batch, { ...options, loud });
   }
 
   private knobsOf(tenantId: string, conversationId: string, start?: ConversationStart) {
@@ -264,50 +248,14 @@ export class Conversations {
   /**
    * Chat backend mode: refuses at once when no provider can answer (nothing stored); otherwise stores the batch,
    * runs the turn (idempotent by turn id: a retried request returns the first reply, without a second model call)
-   * and returns the stored reply.
+   * and returns the stored reply (chatTurns.ts).
    */
-  async chatTurn(
+  chatTurn(
     tenantId: string,
     conversationId: string,
     request: { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools'] },
   ): Promise<ChatTurnReply> {
-    const problem = validateSubmit({ messages: request.messages });
-    if (problem) throw new InvalidRequestError(problem);
-    const row = await this.require(tenantId, conversationId);
-    const unavailable = this.options.chatProblem?.(row) ?? null;
-    if (unavailable) throw new ChatUnavailableError(unavailable);
-    const turnId = turnIdOf(conversationId, request.messages);
-    const appended = await this.append(tenantId, conversationId, { messages: request.messages }, true, turnId);
-    const { stored, decision, turn: done } = appended;
-    if (done?.messageId == null) await this.ensureWorkflow(tenantId, row);
-    const outcome: TurnOutcome =
-      done?.messageId != null
-        ? {
-            turnId,
-            replyMessageId: done.messageId,
-            finishReason: done.finishReason,
-            usage: turnUsage(done),
-            compaction: null,
-          }
-        : await this.temporal.chatTurn(tenantId, conversationId, {
-            turnId,
-            batch:
-              decision.notify && decision.notification ? { ...stored, notification: decision.notification } : stored,
-            ...(request.tools ? { tools: request.tools } : {}),
-          });
-    // The workflow published its status before answering the update: the status and the reply come from
-    // PostgreSQL, in one read.
-    const read = this.options.readDb ?? this.db;
-    const { conversation: head, row: reply } = await getConversationAndRow(
-      read,
-      tenantId,
-      conversationId,
-      outcome.replyMessageId,
-    );
-    if (!head) throw new ConversationNotFoundError(conversationId);
-    if (!reply) throw new Error(`turn ${turnId}: reply row ${outcome.replyMessageId} is missing`);
-    const turn: TurnResult = { ...outcome, status: statusOf(tenantId, head) };
-    return { ...turn, reply: reply.message, toolCalls: reply.message.tool_calls ?? [] };
+    return this.turns.chatTurn(tenantId, conversationId, request);
   }
 
   /** A manual compaction; the summary text of its stats comes from the store (it never travels through Temporal). */
@@ -341,4 +289,4 @@ export class Conversations {
   }
 }
 
-export { type PublishedStatus, storedBatchOf, turnIdOf };
+export { type ChatTurnReply, type PublishedStatus, storedBatchOf, turnIdOf };

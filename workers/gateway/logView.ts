@@ -76,8 +76,24 @@ function quietOverlay(row: ConversationRow, base: ConversationStatus): Partial<C
   if (!rules || rules.epoch !== row.notify_epoch) return {};
   const fold = row.quiet_fold;
   const reading = quietReading(rules, fold, row.active_tokens);
-  const pending = fold && fold.toSeq > row.state_seq ? fold.batches : 0;
+  const unpublished = fold !== null && fold.toSeq > row.state_seq;
+  const pending = unpublished ? fold.batches : 0;
+  // Chat turns the gateway ran count in the cache telemetry as the workflow will count them (quiet.ts).
+  const turns = unpublished ? fold.turns : undefined;
+  const cache = turns
+    ? {
+        cache: {
+          ...base.cache,
+          turns: base.cache.turns + turns.turns,
+          cacheReadTokens: base.cache.cacheReadTokens + turns.cacheReadTokens,
+          cacheWriteTokens: base.cache.cacheWriteTokens + turns.cacheWriteTokens,
+          uncachedInputTokens: base.cache.uncachedInputTokens + turns.uncachedInputTokens,
+          lastTurn: turns.lastTurn,
+        },
+      }
+    : {};
   return {
+    ...cache,
     contextLength: rules.contextLength,
     thresholdTokens: rules.thresholdTokens,
     lastPromptTokens: reading.lastPromptTokens,

@@ -251,13 +251,14 @@ export class ConversationEntity {
       state.userSinceCompaction = true;
       if (state.autoPaused === 'fixed_point') state.autoPaused = null;
     }
+    if (batch.turn) await this.countTurn(batch.turn); // the reply of a turn the gateway ran (chatTurns.ts)
     let compaction: CompactionResult | null = null;
     if (batch.usage && batch.version > state.lastCommitVersion) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
       compaction = await this.afterResponse(batch.usage);
     }
     if (!compaction && batch.incoming) compaction = await this.hygiene(batch.incoming);
-    if (!compaction && !batch.usage && (batch.incoming || options.turnFollows)) {
+    if (!compaction && !batch.usage && (batch.incoming || options.turnFollows || batch.turnFollows === true)) {
       compaction = await this.maybeCompact('preflight', contextTokens(state, this.engine));
     }
     if (batch.seq !== null) state.processedBatches += 1;
@@ -281,7 +282,6 @@ export class ConversationEntity {
   async chatTurn(request: ChatTurnRequest): Promise<TurnOutcome> {
     const { state, ids } = this;
     await this.apply(request.batch, { turnFollows: true });
-    state.turnSeq += 1;
     const responder = patched(LOCAL_RESPOND_PATCH) ? localModel : model;
     const result = await responder.respond({
       tenantId: ids.tenantId,
@@ -294,10 +294,13 @@ export class ConversationEntity {
       afterCompactionId: state.cache.watching?.compactionId ?? null,
     });
     absorbTotals(state, result.totals);
-    // The reply's own batch is decided here (its post-response check follows): it leaves no gap behind.
-    if (typeof result.replySeq === 'number') markApplied(state.batches, result.replySeq, result.replySeq);
+    // The reply's batch is decided here (its post-response check follows): no gap behind it, one more decided batch.
+    if (typeof result.replySeq === 'number') {
+      markApplied(state.batches, result.replySeq, result.replySeq);
+      state.processedBatches += 1;
+    }
     state.readingBaseTokens = result.totals.activeTokens - result.tokenEstimate;
-    await this.recordCacheUsage(result.usage);
+    await this.countTurn(result.usage);
     const compaction = await this.afterResponse(result.usage);
     return {
       turnId: request.turnId,
@@ -308,8 +311,9 @@ export class ConversationEntity {
     };
   }
 
-  /** Cache economics per turn, and per compaction: rewrite on the first request after it, turns until reads recover. */
-  private async recordCacheUsage(usage: TurnResult['usage']): Promise<void> {
+  /** One more turn, its cache economics (per turn; per compaction: rewrite after it, turns till reads recover). */
+  private async countTurn(usage: TurnResult['usage']): Promise<void> {
+    this.state.turnSeq += 1;
     const recovery = accountCacheUsage(this.state.cache, usage);
     if (recovery) {
       await this.safely('recording cache recovery', () =>

@@ -10,8 +10,8 @@ import {
 } from '../../engine/index.js';
 import { absorbTotals, type CarriedState, markRangeApplied } from './state.js';
 
-/** The rules the gateway judges the next batches by (null: notify every batch while a compaction runs). */
-export function quietRulesFor(state: CarriedState, engine: ContextCompressor, compacting: boolean): QuietRules | null {
+/** The rules the gateway judges the next batches by (while a compaction runs: none is quiet). */
+export function quietRulesFor(state: CarriedState, engine: ContextCompressor, compacting: boolean): QuietRules {
   return quietRulesOf({
     epoch: state.notifyEpoch ?? 0,
     enabled: state.config.enabled,
@@ -22,6 +22,8 @@ export function quietRulesFor(state: CarriedState, engine: ContextCompressor, co
     readingBaseTokens: state.readingBaseTokens,
     compacting,
     pausedAtFixedPoint: state.autoPaused === 'fixed_point',
+    turnsQuiet: state.host.background && state.cache.watching === null,
+    gatewayTurns: state.host.background,
   });
 }
 
@@ -52,6 +54,9 @@ export function startingQuietRules(
     readingBaseTokens: 0,
     compacting: false,
     pausedAtFixedPoint: false,
+    // The tenant's host policy (`background`) is unknown here: turns wait for the workflow's first publication.
+    turnsQuiet: false,
+    gatewayTurns: false,
   });
 }
 
@@ -79,6 +84,16 @@ export function applyNotificationFold(
     state.readingBaseTokens = quiet.readingBaseTokens;
     engine.updateFromResponse(quiet.usage);
     state.autoSinceModelCall = false;
+  }
+  if (quiet.turns) {
+    // Chat turns the gateway ran (their replies were quiet): the counts the status shows (cacheTelemetry.ts).
+    const { cache } = state;
+    state.turnSeq += quiet.turns.turns;
+    cache.turns += quiet.turns.turns;
+    cache.cacheReadTokens += quiet.turns.cacheReadTokens;
+    cache.cacheWriteTokens += quiet.turns.cacheWriteTokens;
+    cache.uncachedInputTokens += quiet.turns.uncachedInputTokens;
+    cache.lastTurn = quiet.turns.lastTurn;
   }
   state.processedBatches += quiet.batches;
   markRangeApplied(state.batches, quiet.fromSeq, quiet.toSeq);

@@ -10,6 +10,7 @@ import * as m0007 from './0007_compaction_quality.js';
 import * as m0008 from './0008_message_state.js';
 import * as m0009 from './0009_quiet_batches.js';
 import * as m0010 from './0010_search_plan_reuse.js';
+import * as m0011 from './0011_notified_since.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0008_message_state': m0008,
   '0009_quiet_batches': m0009,
   '0010_search_plan_reuse': m0010,
+  '0011_notified_since': m0011,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -8,7 +8,7 @@ import { withTenant } from '../../../infra/db/tenant.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
-import { reply } from '../../support/fakes/script.js';
+import { reply, serverError, unauthorized } from '../../support/fakes/script.js';
 import { activityRuns, settledHistory } from '../../support/harness/activityRuns.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { createTestStack, type TestStack, workerProcessFor } from '../../support/harness/temporal.js';
@@ -40,6 +40,14 @@ afterAll(async () => {
 beforeEach(() => {
   openai.requests.length = 0;
 });
+
+async function until(done: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 async function conversation(): Promise<{ t: string; conv: string }> {
   const t = await newTenant(testDb.db);
@@ -75,6 +83,164 @@ describe('a chat turn', () => {
     const history = await settledHistory(stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv)));
     expect((history.events ?? []).filter((e) => e.timerStartedEventAttributes)).toEqual([]);
     expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
+  });
+});
+
+describe('a quiet chat turn runs in the gateway (issue #11 §2)', () => {
+  /** A conversation whose workflow published its rules (its first turn ran there: the starting rules allow none). */
+  async function published(): Promise<{ t: string; conv: string; history: () => Promise<number> }> {
+    const { t, conv } = await conversation();
+    openai.enqueue(reply('first'));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'one?' }], 'p1') });
+    const handle = stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv));
+    return { t, conv, history: async () => (await settledHistory(handle)).events?.length ?? 0 };
+  }
+  const usage = (prompt: number) => ({
+    usage: { prompt_tokens: prompt, completion_tokens: 5, total_tokens: prompt + 5 },
+  });
+  const sentContents = (i: number) => {
+    const messages: Array<{ content: string }> = openai.chatRequests()[i]?.body.messages ?? [];
+    return messages.map((m) => m.content);
+  };
+
+  it('with no workflow task: the model sees the stored transcript, the workflow takes the turn over later', async () => {
+    const { t, conv, history } = await published();
+    const before = await history();
+    openai.enqueue(reply('second', usage(1_234)));
+    const second = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'p2') });
+    expect(second.reply.content).toBe('second');
+    expect(sentContents(1)).toEqual(['You are terse.', 'one?', 'first', 'two?']);
+    // Nothing reached Temporal: the workflow's history did not grow.
+    expect(await history()).toBe(before);
+    // Decided in the log: both batches applied, the reading and the turn counted in the status at once.
+    const logged = await stack.client.status(t, conv);
+    expect(logged.appliedSeq).toBe(logged.batchSeq);
+    expect(second.status.appliedSeq).toBe(logged.batchSeq);
+    expect(second.status.lastPromptTokens).toBe(1_234);
+    expect(second.status.cache.turns).toBe(2);
+    // The next notification (here a model switch to the same model) carries the turn: the workflow's own state
+    // (the update's answer, not the log) counts it.
+    const taken = await stack.client.switchModel(t, conv, { model: GPT.model });
+    expect(taken.cache.turns).toBe(2);
+    expect(taken.cache.lastTurn?.prompt_tokens).toBe(1_234);
+    expect(taken.lastPromptTokens).toBe(1_234);
+    expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
+  });
+
+  it('one at a time per conversation: a second turn sent meanwhile sees the first reply', async () => {
+    const { t, conv } = await published();
+    openai.enqueue(reply('slow', { delayMs: 800 }));
+    openai.enqueue(reply('after slow'));
+    const [a, b] = await Promise.all([
+      stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'A?' }], 'c1') }),
+      stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'B?' }], 'c2') }),
+    ]);
+    expect([a.reply.content, b.reply.content]).toEqual(['slow', 'after slow']);
+    expect(sentContents(2)).toEqual(['You are terse.', 'one?', 'first', 'A?', 'slow', 'B?']);
+    expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
+  });
+
+  it('a reply over the threshold is notified: the workflow compacts in the background', async () => {
+    const { t, conv, history } = await published();
+    await stack.client.submit(t, conv, batch(agentTranscript(8).slice(1)));
+    const before = await history();
+    openai.enqueue(reply('that was long', usage(160_000)));
+    openai.enqueue(reply('## Goal\nAnswer the long question.\n## Progress\n### Done\n- read the modules'));
+    const turn = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'long?' }], 'o1') });
+    expect(turn.reply.content).toBe('that was long');
+    expect(turn.compaction).toBeNull();
+    const settled = await stack.client.settled(t, conv);
+    expect(settled.compressionCount).toBe(1);
+    expect(settled.lastCompaction?.trigger).toBe('post_response');
+    expect(await history()).toBeGreaterThan(before);
+    // The model ran once for the turn, in the gateway (the one respond marker is the first turn's), then for the
+    // summary.
+    const events = await settledHistory(stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv)));
+    expect(activityRuns(events).respond).toBe(1);
+    const last = openai.chatRequests().map((r) => (r.body.messages as Array<{ content: string }>).at(-1)?.content);
+    expect(last.filter((content) => content === 'long?')).toHaveLength(1);
+    expect(last.slice(2).every((content) => content?.startsWith('Write a structured handoff summary'))).toBe(true);
+  });
+
+  it('while a background compaction runs: in the gateway too, its batches notified, the workflow counting them', async () => {
+    const { t, conv } = await published();
+    await stack.client.submit(t, conv, batch(agentTranscript(8).slice(1)));
+    const handle = stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv));
+    openai.enqueue(reply('that was long', usage(160_000)));
+    // The summary takes a while: the next turns run while the compaction does.
+    openai.enqueue(reply('## Goal\nAnswer.\n## Progress\n### Done\n- read the modules', { delayMs: 3_000 }));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'long?' }], 'b1') });
+    // The fake answers in order: the next turns are scripted once the summary's request is in (and delayed).
+    const summaryAsked = () =>
+      openai.chatRequests().some((r) => {
+        const messages: Array<{ content: string }> = r.body.messages ?? [];
+        return messages.at(-1)?.content.startsWith('Write a structured handoff summary') === true;
+      });
+    await until(summaryAsked);
+    openai.enqueue(reply('during one', usage(2_000)));
+    openai.enqueue(reply('during two', usage(2_100)));
+    const one = await stack.client.chatTurn(t, conv, {
+      messages: keyed([{ role: 'user', content: 'one more?' }], 'b2'),
+    });
+    const two = await stack.client.chatTurn(t, conv, {
+      messages: keyed([{ role: 'user', content: 'and more?' }], 'b3'),
+    });
+    expect([one.reply.content, two.reply.content]).toEqual(['during one', 'during two']);
+    expect(one.compaction).toBeNull();
+    expect((await stack.client.status(t, conv)).compacting).not.toBeNull();
+    // A second summary request, if the summariser makes one, gets a summary too.
+    openai.enqueue(reply('## Goal\nAnswer.\n## Progress\n### Done\n- read the modules'));
+    const settled = await stack.client.settled(t, conv);
+    expect(settled.compressionCount).toBe(1);
+    expect(settled.cache.turns).toBe(4);
+    expect(settled.appliedSeq).toBe(settled.batchSeq);
+    // The turns ran here: the workflow's history holds the first turn's model call only, and the notifications of
+    // the turns' batches (no update for them).
+    const events = (await settledHistory(handle)).events ?? [];
+    expect(activityRuns({ events }).respond).toBe(1);
+    const updates = events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
+    expect(updates).toHaveLength(1);
+    const notified = events
+      .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'batchStored')
+      .map((e) =>
+        (e.workflowExecutionSignaledEventAttributes?.input?.payloads ?? []).map(
+          (p) => JSON.parse(Buffer.from(p.data ?? []).toString()) as { turnFollows?: boolean; turn?: unknown },
+        ),
+      );
+    // Each turn during the compaction: its user batch (the preflight check follows) and its reply, in one signal.
+    const pairs = notified.filter((batches) => batches.length === 2 && batches[0]?.turnFollows && batches[1]?.turn);
+    expect(pairs).toHaveLength(2);
+    // Every message in order after the summary.
+    const roles = await liveRoles(t, conv);
+    expect(roles.slice(-4)).toEqual(['user', 'assistant', 'user', 'assistant']);
+  });
+
+  it('a transient model failure hands the turn to the workflow, whose retry answers it', async () => {
+    const { t, conv } = await published();
+    openai.enqueue(serverError(503));
+    openai.enqueue(reply('second try'));
+    const turn = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'flaky?' }], 'f1') });
+    expect(turn.reply.content).toBe('second try');
+    expect(openai.chatRequests()).toHaveLength(3);
+    const events = await settledHistory(stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv)));
+    // The first turn and this one ran in the workflow; the user message is stored once.
+    expect(activityRuns(events).respond).toBe(2);
+    expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
+    expect(await turnRows(t)).toBe(2);
+  });
+
+  it('a permanent model failure answers 422 at once, stores no reply, and the conversation goes on', async () => {
+    const { t, conv, history } = await published();
+    const before = await history();
+    openai.enqueue(unauthorized());
+    const failed = stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'denied?' }], 'x1') });
+    await expect(failed).rejects.toMatchObject({ statusCode: 422 });
+    expect(openai.chatRequests()).toHaveLength(2);
+    expect(await history()).toBe(before);
+    expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant', 'user']);
+    openai.enqueue(reply('fine now'));
+    const next = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'ok?' }], 'x2') });
+    expect(next.reply.content).toBe('fine now');
   });
 });
 

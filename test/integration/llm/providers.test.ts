@@ -293,14 +293,16 @@ describe('agent turn (chat backend mode)', () => {
       }),
     );
     await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'next?' }]) });
-    const status1 = await stack.client.status(t, conv);
+    // While the recovery is measured, turns run in the gateway with their replies notified: the workflow accounts
+    // each in order; a read that waits for it (sync) shows it.
+    const status1 = await stack.client.sync(t, conv);
     expect(status1.cache.watching).toEqual({
       compactionId: compaction.compactionId,
       turnsSince: 1,
       rewriteTokens: 5_000,
     });
     await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'and then?' }]) });
-    const status2 = await stack.client.status(t, conv);
+    const status2 = await stack.client.sync(t, conv);
     expect(status2.cache.lastRecovery).toEqual({
       compactionId: compaction.compactionId,
       rewriteTokens: 5_000,

@@ -12,6 +12,7 @@ import {
 } from '@temporalio/worker';
 import type { Kysely } from 'kysely';
 import type { ActivityDeps } from '../../../activities/index.js';
+import { respondDepsFrom } from '../../../activities/respond.js';
 import { ConversationClient } from '../../../clients/conversationClient.js';
 import { type CompressionConfig, normalizeCompressionConfig, type Summarizer } from '../../../engine/index.js';
 import type { Database } from '../../../infra/db/schema.js';
@@ -81,6 +82,8 @@ export async function createStackAt(options: StackAtOptions): Promise<StackAt> {
         row.provider,
         options.activityDeps?.env ?? process.env,
       ),
+    // Quiet chat turns run in the gateway, as in production (workers/gateway/chatTurns.ts).
+    ...(options.activityDeps?.providers ? { turns: respondDepsFrom(options.activityDeps) } : {}),
     ...options.conversations,
   });
   let running: { worker: Worker; done: Promise<void> } | undefined;

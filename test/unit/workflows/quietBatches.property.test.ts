@@ -12,6 +12,7 @@ import {
   isQuiet,
   normalizeCompressorState,
   quietRulesOf,
+  turnRunsWithoutWorkflow,
 } from '../../../engine/index.js';
 import { type SimConversation as Sim, SimConversation, type SimEvent, type SimOutcome } from './quietSimulation.js';
 
@@ -25,8 +26,18 @@ const batchEvent: fc.Arbitrary<SimEvent> = fc.record({
     nil: null,
   }),
 });
+// Chat turns: readings below, near and over the threshold; cache reads that do and do not recover after a compaction.
+const turnEvent: fc.Arbitrary<SimEvent> = fc.record({
+  kind: fc.constant('turn' as const),
+  asks: fc.constantFrom('user' as const, 'user' as const, 'tool' as const),
+  userTokens: fc.oneof(fc.integer({ min: 5, max: 400 }), fc.integer({ min: 1_000, max: 12_000 })),
+  replyTokens: fc.integer({ min: 5, max: 2_000 }),
+  prompt: fc.oneof({ weight: 9, arbitrary: fc.integer({ min: 1_000, max: 190_000 }) }, fc.constant(0)),
+  cacheRead: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 190_000 })),
+});
 const event: fc.Arbitrary<SimEvent> = fc.oneof(
   { weight: 20, arbitrary: batchEvent },
+  { weight: 10, arbitrary: turnEvent },
   { weight: 1, arbitrary: fc.constant({ kind: 'manual' as const }) },
   {
     weight: 2,
@@ -47,14 +58,19 @@ const config: fc.Arbitrary<Partial<CompressionConfig>> = fc.record({
   enabled: fc.constantFrom(true, true, true, false),
 });
 
+/** An event stream of at least `minLength` events, the compactions' scripted outcomes, a configuration. */
+const streams = (minLength: number) =>
+  [fc.array(event, { minLength, maxLength: 160 }), fc.array(outcome, { minLength: 1, maxLength: 6 }), config] as const;
+
 function run(
   events: readonly SimEvent[],
   outcomes: readonly SimOutcome[],
   quiet: boolean,
   configured: Partial<CompressionConfig> = {},
+  delivers: readonly boolean[] = [true],
 ): Sim {
   const sim = new SimConversation({ now: 1_700_000_000_000 }, outcomes, quiet, configured);
-  for (const [i, e] of events.entries()) sim.step(i, e);
+  for (const [i, e] of events.entries()) sim.step(i, e, delivers[i % delivers.length] as boolean);
   sim.flush();
   return sim;
 }
@@ -70,33 +86,65 @@ const finalState = (sim: Sim) => ({
   userSinceCompaction: sim.state.userSinceCompaction,
   autoPaused: sim.state.autoPaused,
   hygieneCooldownUntil: sim.state.hygieneCooldownUntil,
+  turnSeq: sim.state.turnSeq,
+  cache: sim.state.cache,
 });
 
 describe('quiet batches (issue #11 §2)', () => {
   it('decide exactly the compactions the workflow decides when it hears of every batch', () => {
     let quietBatches = 0;
     let decisions = 0;
+    let directTurns = 0;
+    let unwaitedTurns = 0;
     fc.assert(
-      fc.property(
-        fc.array(event, { minLength: 1, maxLength: 160 }),
-        fc.array(outcome, { minLength: 1, maxLength: 6 }),
-        config,
-        (events, outcomes, configured) => {
-          const every = run(events, outcomes, false, configured);
-          const loudOnly = run(events, outcomes, true, configured);
-          expect(loudOnly.decisions).toEqual(every.decisions);
-          expect(finalState(loudOnly)).toEqual(finalState(every));
-          // The log's applied position covers every batch in both (quiet ones were applied by the gateway).
-          expect(loudOnly.log.appliedSeq).toBe(every.log.batchSeq);
-          quietBatches += loudOnly.quiet;
-          decisions += every.decisions.length;
-        },
-      ),
+      fc.property(...streams(1), (events, outcomes, configured) => {
+        const every = run(events, outcomes, false, configured);
+        const loudOnly = run(events, outcomes, true, configured);
+        expect(loudOnly.decisions).toEqual(every.decisions);
+        expect(finalState(loudOnly)).toEqual(finalState(every));
+        // The log's applied position covers every batch in both (quiet ones were applied by the gateway).
+        expect(loudOnly.log.appliedSeq).toBe(every.log.batchSeq);
+        quietBatches += loudOnly.quiet;
+        directTurns += loudOnly.direct;
+        unwaitedTurns += loudOnly.unwaitedTurns;
+        // A turn that did not wait for the workflow never had a hygiene compaction decided before it.
+        expect(loudOnly.unwaitedHygiene).toBe(0);
+        decisions += every.decisions.length;
+      }),
       { numRuns: 400 },
     );
     // The streams exercise both sides: many batches stayed quiet, and many compactions were decided.
     expect(quietBatches).toBeGreaterThan(1_000);
     expect(decisions).toBeGreaterThan(200);
+    expect(directTurns).toBeGreaterThan(500);
+    expect(unwaitedTurns).toBeGreaterThan(40);
+  });
+
+  it('let a chat turn run in the gateway without waiting only when no hygiene can be decided before it', () => {
+    // The workflow may be behind (its notifications not worked off before the next batch or turn arrives): the
+    // gateway then judges by what it notified since the rules (migration 0011). Whatever the schedule, no hygiene
+    // compaction is ever decided on the batch of a turn that did not wait, and every turn is counted once.
+    let unwaited = 0;
+    let stale = 0;
+    fc.assert(
+      fc.property(
+        ...streams(40),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }),
+        (events, outcomes, configured, delivers) => {
+          const sim = run(events, outcomes, true, configured, delivers);
+          expect(sim.unwaitedHygiene).toBe(0);
+          const turns = events.filter((e) => e.kind === 'turn').length;
+          expect(sim.state.turnSeq).toBe(turns);
+          expect(sim.state.cache.turns).toBe(turns);
+          expect(sim.state.batches.appliedSeq).toBe(sim.log.batchSeq);
+          unwaited += sim.unwaitedTurns;
+          stale += sim.unwaitedStale;
+        },
+      ),
+      { numRuns: 400 },
+    );
+    expect(unwaited).toBeGreaterThan(600);
+    expect(stale).toBeGreaterThan(100);
   });
 
   it('keep a conversation far below its threshold out of the workflow', () => {
@@ -165,6 +213,8 @@ describe('quiet batches (issue #11 §2)', () => {
         readingBaseTokens: 0,
         compacting: extra.compacting ?? false,
         pausedAtFixedPoint: extra.paused ?? false,
+        turnsQuiet: true,
+        gatewayTurns: true,
       });
     const base = { seq: 8, version: 9, activeMessages: 20, activeTokens: 2_000, incoming: null, freshAssistant: true };
     const reading = { ...base, users: 0, usage: { prompt_tokens: 3_000 }, usageTailTokens: 50 };
@@ -176,6 +226,20 @@ describe('quiet batches (issue #11 §2)', () => {
     expect(isQuiet(rules({})!, null, user)).toBe(true);
     expect(isQuiet(rules({}, { paused: true })!, null, user)).toBe(false);
     expect(isQuiet(rules({}, { paused: true })!, null, reading)).toBe(true);
-    expect(rules({}, { compacting: true })).toBeNull();
+    // While a compaction runs nothing is quiet, a turn's batch included.
+    const compacting = rules({}, { compacting: true });
+    expect(compacting.compacting).toBe(true);
+    expect([reading, user].map((batch) => isQuiet(compacting, null, batch))).toEqual([false, false]);
+    expect(isQuiet(compacting, null, user, { turnFollows: true })).toBe(false);
+    // …but a turn may still run in the gateway, its batch notified first, while no hygiene can run: neither by the
+    // reading (170,000 is 85 % here) nor, should the compaction settle first and leave none, by the estimate.
+    expect(turnRunsWithoutWorkflow(compacting, null, user)).toBe(true);
+    expect(turnRunsWithoutWorkflow(rules({ lastPromptTokens: 169_000 }, { compacting: true }), null, user)).toBe(true);
+    expect(turnRunsWithoutWorkflow(rules({ lastPromptTokens: 170_000 }, { compacting: true }), null, user)).toBe(false);
+    const estimatedHigh = { ...user, activeTokens: 175_000 };
+    expect(turnRunsWithoutWorkflow(rules({ lastPromptTokens: 3_000 }, { compacting: true }), null, estimatedHigh)).toBe(
+      false,
+    );
+    expect(turnRunsWithoutWorkflow({ ...compacting, gatewayTurns: false }, null, user)).toBe(false);
   });
 });

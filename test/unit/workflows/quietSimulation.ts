@@ -13,12 +13,18 @@ import {
   gatewayHygieneDecision,
   HYGIENE_FAILURE_COOLDOWN_S,
   isQuiet,
+  type NotifiedSince,
   normalizeCompressionConfig,
   normalizeHostPolicy,
+  notifiedAfter,
   type QuietFold,
   type QuietRules,
+  type RulesStanding,
+  type TurnUsage,
+  turnRunsWithoutWorkflow,
 } from '../../../engine/index.js';
 import { conversationBreaker, pruneAutoTimes, reachedFixedPoint } from '../../../workflows/conversation/brakes.js';
+import { accountCacheUsage } from '../../../workflows/conversation/cacheTelemetry.js';
 import { applyOutcome } from '../../../workflows/conversation/outcome.js';
 import { applyNotificationFold, quietRulesFor } from '../../../workflows/conversation/quiet.js';
 import { absorbTotals, contextTokens, markApplied, openingState } from '../../../workflows/conversation/state.js';
@@ -26,8 +32,11 @@ import { absorbTotals, contextTokens, markApplied, openingState } from '../../..
 /** user: ends with a user message; exchange: user + assistant (usage); assistant: a reply (usage); tool: an assistant
  * tool call and its result; answered: user + assistant without usage; reply-ask: a reply (usage), then the user. */
 export type MessageKind = 'user' | 'exchange' | 'assistant' | 'tool' | 'answered' | 'reply-ask';
+/** turn: a chat turn of chat backend mode (a user message or a tool round's result, then the model's reply with its
+ * usage and cache reads). */
 export type SimEvent =
   | { kind: 'batch'; message: MessageKind; rows: number; tokensPerRow: number; prompt: number | null }
+  | { kind: 'turn'; asks: 'user' | 'tool'; userTokens: number; replyTokens: number; prompt: number; cacheRead: number }
   | { kind: 'manual' }
   | { kind: 'tick'; ms: number };
 export interface SimOutcome {
@@ -61,6 +70,22 @@ export class SimConversation {
   fold: QuietFold | null = null;
   notified = 0;
   quiet = 0;
+  /** Chat turns the gateway ran: their user batch was quiet, or notified first (unwaited). */
+  direct = 0;
+  unwaitedTurns = 0;
+  /** Of those, the ones judged while the workflow was behind (by what was notified since its rules). */
+  unwaitedStale = 0;
+  /** Notifications the workflow has not worked off yet (quiet gateway only). */
+  private readonly pending: Array<{ batch: StoredBatch; event: number; guarded: boolean }> = [];
+  /** The workflow works off each notification as it arrives (else they wait for the next delivery). */
+  private keepsUp = true;
+  /** What was notified since the rules (migration 0011's `notified_since`). */
+  private since: NotifiedSince | null = null;
+  /**
+   * Hygiene compactions decided on the batch of a turn the gateway ran unwaited, or on a batch notified before it
+   * and worked off after it was judged: must never happen.
+   */
+  unwaitedHygiene = 0;
   private event = -1;
   private compactions = 0;
 
@@ -74,7 +99,9 @@ export class SimConversation {
     this.state = openingState({
       sessionId: 's1',
       config,
-      host: normalizeHostPolicy({ background: false, maxAutoPerHour: 4 }),
+      // Background compaction on (chat turns may run in the gateway); a compaction here settles before the next
+      // event: the interleaving in which nothing arrives while it runs (the rules are void meanwhile anyway).
+      host: normalizeHostPolicy({ background: true, maxAutoPerHour: 4 }),
       policyVersion: 0,
       cacheTtl: null,
       compactionSeq: 0,
@@ -97,40 +124,162 @@ export class SimConversation {
     this.publish();
   }
 
-  /** One event of the stream, as the gateway and the workflow see it. */
-  step(index: number, event: SimEvent): void {
+  /**
+   * One event of the stream, as the gateway and the workflow see it. `delivers`: with the quiet gateway, the
+   * workflow works off the notifications still pending first (else they stay pending, as when the workflow is behind
+   * and its rules are not current; time passing, manual compactions and turns it runs always find them delivered).
+   */
+  step(index: number, event: SimEvent, delivers = true): void {
+    this.keepsUp = delivers;
+    if (delivers || event.kind === 'tick' || event.kind === 'manual') this.deliver();
     this.event = index;
     if (event.kind === 'tick') {
       this.clock.now += event.ms;
       return;
     }
     if (event.kind === 'manual') {
-      // The gateway opens a notification for the manual compaction; the workflow applies its fold first.
+      // The gateway opens a notification for the manual compaction (what was notified since the rules becomes
+      // unknown); the workflow applies its fold first.
+      this.since = null;
       applyNotificationFold(this.state, this.engine, this.notifyOpen());
       this.compact('manual');
       this.publish();
       return;
     }
-    const batch = this.append(event);
-    const rules = this.rules;
-    if (
-      this.quietGateway &&
-      rules &&
-      rules.epoch === this.log.epoch &&
-      this.log.appliedSeq === (batch.seq ?? 0) - 1 &&
-      isQuiet(rules, this.fold, batch)
-    ) {
-      this.fold = foldQuiet(this.fold, batch);
-      this.log.appliedSeq = batch.seq ?? this.log.appliedSeq;
-      this.quiet += 1;
+    if (event.kind === 'turn') {
+      this.turn(event);
       return;
     }
-    this.apply({ ...batch, notification: this.notifyOpen() });
+    const batch = this.append(event);
+    if (this.foldIfQuiet(batch)) return;
+    this.notify(batch);
+  }
+
+  /** Where the log stands for a batch (infra/db/quietBatches.ts): current rules, or what was notified since. */
+  private standing(batch: StoredBatch): RulesStanding {
+    const rules = this.rules;
+    const current = rules !== null && rules.epoch === this.log.epoch && this.log.appliedSeq === (batch.seq ?? 0) - 1;
+    return current ? { current } : { current, since: this.since };
+  }
+
+  /** A batch that is not quiet: notified (the workflow applies it in order), what was notified since tracked. */
+  private notify(batch: StoredBatch, options: { unwaited?: boolean; untracked?: boolean } = {}): void {
+    if (!this.quietGateway) {
+      this.apply({ ...batch, notification: this.notifyOpen() });
+      this.publish();
+      return;
+    }
+    this.since = options.untracked ? null : notifiedAfter(this.rules, this.fold, batch, this.standing(batch));
+    const notified = { ...batch, notification: this.notifyOpen() };
+    if (options.unwaited) {
+      // The turn's model call does not wait for these: no hygiene may be decided on any of them.
+      for (const item of this.pending) item.guarded = true;
+    }
+    this.pending.push({ batch: notified, event: this.event, guarded: options.unwaited === true });
+    if (this.keepsUp) this.deliver();
+  }
+
+  /** The workflow works off its pending notifications, in order, publishing after each. */
+  private deliver(): void {
+    for (const item of this.pending.splice(0)) {
+      this.event = item.event;
+      const hygieneBefore = this.decisions.filter((d) => d.trigger === 'hygiene').length;
+      this.apply(item.batch);
+      this.publish();
+      if (item.guarded) {
+        this.unwaitedHygiene += this.decisions.filter((d) => d.trigger === 'hygiene').length - hygieneBefore;
+      }
+    }
+  }
+
+  /** The gateway's verdict (infra/db/quietBatches.ts): a quiet batch is folded and counted as applied. */
+  private foldIfQuiet(batch: StoredBatch, options: { turnFollows?: boolean } = {}): boolean {
+    const rules = this.rules;
+    if (!this.quietGateway || !rules || !this.standing(batch).current || !isQuiet(rules, this.fold, batch, options)) {
+      return false;
+    }
+    this.fold = foldQuiet(this.fold, batch);
+    this.log.appliedSeq = batch.seq ?? this.log.appliedSeq;
+    this.quiet += 1;
+    return true;
+  }
+
+  /**
+   * A chat turn: run by the gateway when its user batch is quiet, or when it may be notified first and not waited
+   * for (workers/gateway/chatTurns.ts: the reply's batch is judged like any other); else by the workflow
+   * (ConversationEntity.chatTurn), after what is pending.
+   */
+  private turn(event: Extract<SimEvent, { kind: 'turn' }>): void {
+    const cacheRead = Math.min(event.cacheRead, event.prompt);
+    const usage: TurnUsage = {
+      prompt_tokens: event.prompt,
+      completion_tokens: 20,
+      total_tokens: event.prompt + 20,
+      cache_read_tokens: cacheRead,
+      cache_write_tokens: event.prompt - cacheRead,
+      uncached_input_tokens: 0,
+    };
+    const user = this.append({
+      kind: 'batch',
+      message: event.asks,
+      rows: 1,
+      tokensPerRow: event.userTokens,
+      prompt: null,
+    });
+    const quiet = this.foldIfQuiet(user, { turnFollows: true });
+    const rules = this.rules;
+    const unwaited =
+      this.quietGateway &&
+      !quiet &&
+      rules !== null &&
+      turnRunsWithoutWorkflow(rules, this.fold, user, this.standing(user));
+    if (unwaited) {
+      this.unwaitedTurns += 1;
+      if (!this.standing(user).current) this.unwaitedStale += 1;
+      // The gateway sends this batch in one signal with the reply; a workflow that keeps up is modelled as working it
+      // off before the reply lands (this simulation's compactions settle at once, where real background ones take
+      // the summary's time: a reply stored meanwhile is applied as a reading either way).
+      this.notify({ ...user, turnFollows: true }, { unwaited: true });
+    }
+    if (quiet || unwaited) {
+      this.direct += 1;
+      const reply = { ...this.appendReply(event), turn: usage };
+      if (!this.foldIfQuiet(reply)) this.notify(reply);
+      return;
+    }
+    // The chat-turn update: the workflow gets to it after what is pending; the gateway's notification of its batch
+    // opens an epoch it does not judge.
+    this.deliver();
+    const { state } = this;
+    if (this.quietGateway) this.since = null;
+    this.apply({ ...user, notification: this.notifyOpen() }, { turnFollows: true });
+    state.turnSeq += 1;
+    const reply = this.appendReply(event);
+    absorbTotals(state, reply);
+    markApplied(state.batches, reply.seq as number, reply.seq as number);
+    state.processedBatches += 1;
+    state.readingBaseTokens = reply.activeTokens - event.replyTokens;
+    accountCacheUsage(state.cache, usage);
+    this.engine.updateFromResponse(usage);
+    state.autoSinceModelCall = false;
+    this.maybeCompact('post_response');
     this.publish();
   }
 
-  /** Delivers what is still folded (as the next notification would) so that the final states compare. */
+  /** The model's reply to a turn, appended with its reading. */
+  private appendReply(event: Extract<SimEvent, { kind: 'turn' }>): StoredBatch {
+    return this.append({
+      kind: 'batch',
+      message: 'assistant',
+      rows: 1,
+      tokensPerRow: event.replyTokens,
+      prompt: event.prompt,
+    });
+  }
+
+  /** Delivers what is pending and what is still folded (as the next notification would): final states compare. */
   flush(): void {
+    this.deliver();
     applyNotificationFold(this.state, this.engine, this.notifyOpen());
   }
 
@@ -191,8 +340,8 @@ export class SimConversation {
     };
   }
 
-  /** ConversationEntity.apply (blocking compactions: the rules are void while one runs in the background). */
-  private apply(batch: StoredBatch): void {
+  /** ConversationEntity.apply (compactions settle at once: the rules are void while one runs in the background). */
+  private apply(batch: StoredBatch, options: { turnFollows?: boolean } = {}): void {
     const { state } = this;
     applyNotificationFold(state, this.engine, batch.notification);
     absorbTotals(state, batch);
@@ -200,6 +349,10 @@ export class SimConversation {
     if (batch.users > 0) {
       state.userSinceCompaction = true;
       if (state.autoPaused === 'fixed_point') state.autoPaused = null;
+    }
+    if (batch.turn) {
+      state.turnSeq += 1;
+      accountCacheUsage(state.cache, batch.turn);
     }
     let compacted = false;
     if (batch.usage && batch.version > state.lastCommitVersion) {
@@ -209,7 +362,7 @@ export class SimConversation {
       compacted = this.maybeCompact('post_response');
     }
     if (!compacted && batch.incoming) compacted = this.hygiene(batch.incoming);
-    if (!compacted && !batch.usage && batch.incoming) {
+    if (!compacted && !batch.usage && (batch.incoming || options.turnFollows || batch.turnFollows === true)) {
       this.maybeCompact('preflight', contextTokens(state, this.engine));
     }
     if (batch.seq !== null) state.processedBatches += 1;
@@ -267,6 +420,7 @@ export class SimConversation {
       log.activeMessages = Math.max(5, Math.floor(log.activeMessages * script.keep));
       log.version += 1;
       log.epoch += 1;
+      this.since = null;
     }
     const outcome: CompactionOutcome = {
       compactionId: `c${this.compactions}`,

@@ -1,0 +1,73 @@
+// The gateway's append (DESIGN.md §3): a batch is committed in one tenant-scoped transaction and, in the same
+// transaction, judged against the workflow's published rules (quiet batches, infra/db/quietBatches.ts): the verdict
+// says whether the workflow must hear of it. A chat turn's append also reads the turn as stored by an earlier
+// attempt and, for a turn the gateway may run itself (chatTurns.ts), the transcript it goes to the model with.
+import type { Kysely } from 'kysely';
+import type { SubmitMessages } from '../../contracts/conversation.js';
+import type { StoredBatch } from '../../contracts/conversationLog.js';
+import { appendToConversation } from '../../infra/db/conversationAppend.js';
+import { type StoredMessage, selectActiveRows } from '../../infra/db/messages.js';
+import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
+import type { ConversationRow, Database } from '../../infra/db/schema.js';
+import { selectTurn, type TurnRecord } from '../../infra/db/turns.js';
+import { storedBatchOf } from './logView.js';
+
+export interface AppendDecideOptions {
+  /** The workflow hears of the batch whatever the rules say (a chat turn it runs). */
+  loud?: boolean;
+  /** The chat turn of the batch: read as stored by an earlier attempt, in the same transaction. */
+  turnId?: string;
+  /**
+   * The gateway runs the turn itself if the batch is quiet (judged with the turn's preflight check): the transcript,
+   * read under the append's lock, comes back with it.
+   */
+  direct?: boolean;
+}
+
+export interface AppendDecided {
+  stored: StoredBatch;
+  /** The conversation's row as the append locked it (before the batch). */
+  head: ConversationRow;
+  decision: NotifyDecision;
+  turn: TurnRecord | null;
+  /** The active transcript after the batch, for a turn the gateway runs (not stored yet); else null. */
+  context: StoredMessage[] | null;
+}
+
+export async function appendAndDecide(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  batch: SubmitMessages,
+  options: AppendDecideOptions = {},
+): Promise<AppendDecided> {
+  let decided: Omit<AppendDecided, 'turn' | 'context'> | undefined;
+  let turn: TurnRecord | null = null;
+  let context: StoredMessage[] | null = null;
+  const { turnId } = options;
+  await appendToConversation(db, tenantId, conversationId, batch.messages, {
+    settle: (result, head) => {
+      const stored = storedBatchOf(result, batch);
+      const verdict = decideNotification(head, stored, { loud: options.loud, turnFollows: options.direct === true });
+      decided = { stored, head, decision: verdict.decision };
+      return verdict.set;
+    },
+    ...(turnId
+      ? {
+          within: async (tx, result) => {
+            turn = await selectTurn(tx, turnId);
+            // The turn runs here: its batch is quiet, or the workflow is told of it first and cannot change what
+            // the model is sent (chatTurns.ts).
+            const verdict = decided?.decision;
+            const here =
+              verdict !== undefined && (!verdict.notify ? decided?.stored.seq !== null : verdict.turnUnwaited);
+            if (options.direct && here && turn?.messageId == null) {
+              context = await selectActiveRows(tx, tenantId, result.sessionId);
+            }
+          },
+        }
+      : {}),
+  });
+  if (!decided) throw new Error(`conversation ${conversationId}: the append did not run`);
+  return { ...decided, turn, context };
+}

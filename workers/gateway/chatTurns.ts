@@ -1,0 +1,274 @@
+// Chat backend mode in the gateway (issue #11 §2: Temporal only where it decides something). Turns of one
+// conversation run one at a time, in arrival order (TurnQueue, as the workflow's queue runs them). A turn runs here
+// when the workflow's published rules (engine/quietBatches.ts) say its user batch decides nothing — chat turns
+// included: no compaction's cache recovery measured, background compaction on — or that whatever the workflow
+// decides on it cannot change what the model is sent (no hygiene can run; e.g. a background compaction is running):
+// that batch is then notified first. The transcript read with the batch, under the same lock, is what the model
+// gets; the reply is stored with its turn record in one transaction and its batch judged by the same rules: quiet
+// (folded, with the turn's usage for the status) or notified (the workflow runs the post-response check, e.g.
+// starts a background compaction, and accounts the turn). Such a turn costs no workflow task of its own. Any other
+// turn is the workflow's (the chat-turn update), and so is one whose model call failed transiently here (its
+// durable retries); a permanent failure answers at once, as it would there.
+import type { Kysely } from 'kysely';
+import type { TurnCall, TurnRunner } from '../../activities/respond.js';
+import type { ConversationClient } from '../../clients/conversationClient.js';
+import type {
+  ChatTurnRequest,
+  IncomingMessage,
+  SubmitMessages,
+  TurnOutcome,
+  TurnResult,
+} from '../../contracts/conversation.js';
+import type { StoredBatch } from '../../contracts/conversationLog.js';
+import { validateSubmit } from '../../contracts/validation.js';
+import type { ChatMessage } from '../../engine/index.js';
+import { rulesJudgeTurn } from '../../engine/index.js';
+import { getConversationAndRow, waitApplied } from '../../infra/db/conversations.js';
+import type { StoredMessage } from '../../infra/db/messages.js';
+import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
+import type { ConversationRow, Database } from '../../infra/db/schema.js';
+import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
+import { type TurnRecord, turnUsage } from '../../infra/db/turns.js';
+import { isTransientFailure } from '../../infra/llm/errors.js';
+import type { ChatTool } from '../../infra/llm/types.js';
+import type { AppendDecided, AppendDecideOptions } from './batchAppend.js';
+import { ChatUnavailableError, HttpError, InvalidRequestError } from './errors.js';
+import { statusOf, storedBatchOf, turnIdOf } from './logView.js';
+
+export interface ChatTurnReply extends Omit<TurnResult, 'replyMessageId'> {
+  reply: ChatMessage;
+  /** The calls the client must run; it then sends their results with the next chat turn. */
+  toolCalls: NonNullable<ChatMessage['tool_calls']>;
+  replyMessageId: number;
+}
+
+/** What a chat turn needs of the conversations (workers/gateway/conversations.ts). */
+export interface TurnHost {
+  readonly db: Kysely<Database>;
+  readonly readDb: Kysely<Database>;
+  readonly temporal: ConversationClient;
+  chatProblem(row: ConversationRow): string | null;
+  require(tenantId: string, conversationId: string): Promise<ConversationRow>;
+  ensureWorkflow(tenantId: string, row: ConversationRow): Promise<void>;
+  append(
+    tenantId: string,
+    conversationId: string,
+    batch: SubmitMessages,
+    options: AppendDecideOptions,
+  ): Promise<AppendDecided>;
+  notify(tenantId: string, row: ConversationRow, batch: StoredBatch, ...more: StoredBatch[]): Promise<void>;
+}
+
+/** How long a turn waits for the workflow's next rules before it goes to the workflow instead. */
+const RULES_WAIT_MS = 250;
+
+type ChatRequest = { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools'] };
+
+export class ChatTurns {
+  private readonly queue = new TurnQueue();
+
+  /** `runner`: runs turns here when the rules allow; null: the workflow runs every turn. */
+  constructor(
+    private readonly host: TurnHost,
+    private readonly runner: TurnRunner | null,
+  ) {}
+
+  async chatTurn(tenantId: string, conversationId: string, request: ChatRequest): Promise<ChatTurnReply> {
+    const problem = validateSubmit({ messages: request.messages });
+    if (problem) throw new InvalidRequestError(problem);
+    const row = await this.host.require(tenantId, conversationId);
+    const unavailable = this.host.chatProblem(row);
+    if (unavailable) throw new ChatUnavailableError(unavailable);
+    const turnId = turnIdOf(conversationId, request.messages);
+    const outcome = await this.queue.run(`${tenantId}\n${conversationId}`, () =>
+      this.run(tenantId, conversationId, row, turnId, request),
+    );
+    // The status and the reply come from PostgreSQL, in one read (the workflow published before answering).
+    const { conversation: head, row: reply } = await getConversationAndRow(
+      this.host.readDb,
+      tenantId,
+      conversationId,
+      outcome.replyMessageId,
+    );
+    if (!head) throw new ConversationNotFoundError(conversationId);
+    if (!reply) throw new Error(`turn ${turnId}: reply row ${outcome.replyMessageId} is missing`);
+    const turn: TurnResult = { ...outcome, status: statusOf(tenantId, head) };
+    return { ...turn, reply: reply.message, toolCalls: reply.message.tool_calls ?? [] };
+  }
+
+  private async run(
+    tenantId: string,
+    conversationId: string,
+    row: ConversationRow,
+    turnId: string,
+    request: ChatRequest,
+  ): Promise<TurnOutcome> {
+    const messages = { messages: request.messages };
+    const { runner, host } = this;
+    if (runner && mayRunAfterPublication(row)) {
+      // The workflow is still deciding on a batch notified before (e.g. after a manual compaction) and what was
+      // notified since its rules is not known: its next rules, published within a workflow task, may let this turn
+      // run here.
+      await waitApplied(host.readDb, tenantId, conversationId, row.batch_seq, {
+        timeoutMs: RULES_WAIT_MS,
+        intervalMs: 5,
+      });
+    }
+    let appended = await host.append(tenantId, conversationId, messages, { loud: !runner, turnId, direct: !!runner });
+    if (appended.turn?.messageId != null) return storedOutcome(turnId, appended.turn);
+    if (runner && appended.context) {
+      const { head, context, stored, decision } = appended;
+      // A batch that is not quiet is notified with the reply, before it in the same signal (nothing the workflow
+      // decides on it changes what the model is sent), or alone when no reply comes.
+      const notification = decision.notify && decision.notification ? { notification: decision.notification } : {};
+      const user: StoredBatch | null = decision.notify ? { ...stored, turnFollows: true, ...notification } : null;
+      const notify = (...batches: StoredBatch[]) =>
+        batches.length > 0 ? host.notify(tenantId, head, batches[0] as StoredBatch, ...batches.slice(1)) : undefined;
+      let sent = false;
+      let direct: TurnOutcome | null;
+      try {
+        direct = await runDirectTurn(
+          runner,
+          { tenantId, conversationId, turnId, head, rows: context, ...(request.tools ? { tools: request.tools } : {}) },
+          (reply) => {
+            sent = true;
+            return notify(...(user ? [user] : []), ...(reply ? [reply] : []));
+          },
+        );
+      } catch (err) {
+        // No reply stored (the model or the store failed): the batch is notified on its own. A notification that
+        // failed itself is not sent twice (it may have arrived); the client's retry notifies again.
+        if (user && !sent) await notify(user);
+        throw err;
+      }
+      if (direct) return direct;
+      if (user) await notify(user);
+      // The model failed transiently: the workflow runs the turn with its durable retries (the batch is stored and
+      // decided; the workflow hears of it again, as of a retried request's).
+      appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
+      if (appended.turn?.messageId != null) return storedOutcome(turnId, appended.turn);
+    }
+    await host.ensureWorkflow(tenantId, row);
+    const { stored, decision } = appended;
+    return host.temporal.chatTurn(tenantId, conversationId, {
+      turnId,
+      batch: decision.notify && decision.notification ? { ...stored, notification: decision.notification } : stored,
+      ...(request.tools ? { tools: request.tools } : {}),
+    });
+  }
+}
+
+/**
+ * True when the conversation's rules would let a turn run here but are not current, and what was notified since
+ * them is not known (infra/db/quietBatches.ts): the workflow's next publication is worth a short wait.
+ */
+function mayRunAfterPublication(row: ConversationRow): boolean {
+  const rules = row.quiet_rules;
+  if (rules?.gatewayTurns !== true) return false;
+  if (rules.epoch === row.notify_epoch && row.applied_seq === row.batch_seq) return false;
+  return !rulesJudgeTurn(rules, { current: false, since: row.notified_since }, row.batch_seq + 1);
+}
+
+/** The outcome of a turn an earlier attempt stored (its reply and turn record). */
+function storedOutcome(turnId: string, done: TurnRecord): TurnOutcome {
+  return {
+    turnId,
+    replyMessageId: done.messageId as number,
+    finishReason: done.finishReason,
+    usage: turnUsage(done),
+    compaction: null,
+  };
+}
+
+interface DirectTurn {
+  tenantId: string;
+  conversationId: string;
+  turnId: string;
+  /** The conversation's row as the user batch's append locked it (the workflow's published state). */
+  head: ConversationRow;
+  /** The active transcript read in the user batch's transaction, user batch included. */
+  rows: readonly StoredMessage[];
+  tools?: ChatTool[];
+}
+
+/** Tells the workflow of what the turn stored: its reply batch when that is not quiet, else null. */
+type NotifyBatch = (reply: StoredBatch | null) => Promise<void> | undefined;
+
+/**
+ * Runs the turn; null when the model failed transiently (the caller hands the turn to the workflow). A reply some
+ * other attempt stored first is that attempt's outcome.
+ */
+async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: NotifyBatch): Promise<TurnOutcome | null> {
+  const published = turn.head.state;
+  const input = {
+    tenantId: turn.tenantId,
+    conversationId: turn.conversationId,
+    sessionId: turn.head.current_session_id,
+    // The model the workflow decides with (a switch is published before the rules allow a turn here again).
+    model: published?.model ?? turn.head.model,
+    provider: published ? published.provider : turn.head.provider,
+    turnKey: turn.turnId,
+    tools: turn.tools ?? null,
+    // The compaction whose cache recovery the workflow measures, as it published it (the turn record's telemetry).
+    afterCompactionId: published?.cache?.watching?.compactionId ?? null,
+  };
+  let call: TurnCall;
+  try {
+    call = await runner.call(input, turn.rows);
+  } catch (err) {
+    if (isTransientFailure(err)) return null;
+    // As the workflow's turn fails for good (gateway/errors.ts maps its update failure the same way).
+    throw new HttpError(422, err instanceof Error ? err.message : String(err));
+  }
+  let reply: StoredBatch | undefined;
+  let decision: NotifyDecision = { notify: false };
+  const stored = await runner.store(input, call, (result, locked) => {
+    const { usage } = call.result;
+    reply = {
+      ...storedBatchOf(result, {
+        messages: [{ message: call.result.message, idempotencyKey: turn.turnId }],
+        usage: {
+          prompt_tokens: usage.prompt_tokens,
+          completion_tokens: usage.completion_tokens,
+          total_tokens: usage.total_tokens,
+        },
+      }),
+      turn: usage,
+    };
+    const decided = decideNotification(locked, reply);
+    decision = decided.decision;
+    return decided.set;
+  });
+  const outcome = stored ? stored.result : await runner.storedTurn(input);
+  if (!outcome) throw new Error(`turn ${turn.turnId}: the reply was stored by another attempt but its turn is missing`);
+  const notifying = decision as NotifyDecision;
+  const loud = reply && notifying.notify ? reply : null;
+  await notify(
+    loud && notifying.notify && notifying.notification ? { ...loud, notification: notifying.notification } : loud,
+  );
+  return {
+    turnId: turn.turnId,
+    replyMessageId: outcome.messageId,
+    finishReason: outcome.finishReason,
+    usage: outcome.usage,
+    // A compaction the reply triggers runs in the background (the rules allow turns here only with SPEC §19
+    // `background` on).
+    compaction: null,
+  };
+}
+
+/** One turn at a time per conversation in this gateway, in arrival order (as the workflow's queue runs them). */
+class TurnQueue {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const before = this.tails.get(key) ?? Promise.resolve();
+    const mine = before.then(work, work);
+    const tail = mine.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return mine;
+  }
+}
