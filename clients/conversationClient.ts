@@ -136,14 +136,14 @@ export class ConversationClient {
     );
   }
 
-  /** Tells the workflow about committed batches (in order), starting it again from `input` if it is not running. */
-  async notify(input: ConversationInput, batch: StoredBatch, ...more: StoredBatch[]): Promise<void> {
+  /** Tells the workflow about a committed batch, starting it again from `input` if it is not running. */
+  async notify(input: ConversationInput, batch: StoredBatch): Promise<void> {
     await this.guarded('the messages are stored; retry with the same idempotency keys to notify the conversation', () =>
       this.client.withDeadline(Date.now() + this.callTimeoutMs, () =>
         this.client.workflow.signalWithStart('conversationWorkflow', {
           ...this.startOptions(input),
           signal: batchStoredSignal,
-          signalArgs: [batch, ...more],
+          signalArgs: [batch],
         }),
       ),
     );

@@ -49,6 +49,11 @@ export interface StoredBatch {
    */
   turn?: TurnUsage;
   /**
+   * With `turn`: the conversation's version when the turn's context was read. A compaction committed after it makes
+   * the reading measure the transcript before that compaction: neither its verdict nor a trigger (issue #9 §4).
+   */
+  readVersion?: number;
+  /**
    * The gateway runs a chat turn after this batch without waiting for the workflow (issue #11 §2): the workflow
    * runs the turn's preflight check on it as on a turn of its own. Absent otherwise.
    */

@@ -120,6 +120,7 @@ export function validateStoredBatch(batch: unknown): string | null {
   if (typeof b.freshAssistant !== 'boolean') return 'batch.freshAssistant must be a boolean';
   if (b.usage !== undefined && !isObject(b.usage)) return 'batch.usage must be an object';
   if (b.turnFollows !== undefined && typeof b.turnFollows !== 'boolean') return 'batch.turnFollows must be a boolean';
+  if (b.readVersion !== undefined && !isCount(b.readVersion)) return 'batch.readVersion must be a non-negative integer';
   if (b.turn !== undefined && !isTurnUsage(b.turn)) return 'batch.turn must hold the six token counts of a turn';
   if (b.notification !== undefined) return validateNotificationFold(b.notification, 'batch.notification');
   return null;

@@ -64,7 +64,10 @@ function hygieneMayRun(rules: QuietRules, fold: QuietFold | null, batch: QuietBa
  * first: whatever the workflow then decides on it and on the batches notified before it — with any reading it may
  * hold by then, before or after a background compaction settles — no gateway hygiene can run, the one decision that
  * changes what the model is sent; the in-loop checks only start a background compaction (SPEC §19 `background`).
- * With rules that are not current, only while what was notified since them is known and none of it could.
+ * With rules that are not current, only while what was notified since them is known and none of it could. Unless a
+ * compaction runs already, the batch's preflight check must not start one either: a compaction committed between
+ * the turn's read and its reply would void the reading (StoredBatch.readVersion), where the workflow's own turn,
+ * reading after that preflight, would have measured the compacted transcript.
  */
 export function turnRunsWithoutWorkflow(
   rules: QuietRules,
@@ -73,7 +76,18 @@ export function turnRunsWithoutWorkflow(
   standing: RulesStanding = { current: true },
 ): boolean {
   if (!rulesJudgeTurn(rules, standing, batch.seq)) return false;
-  return !hygieneMayRun(rules, fold, batch, sinceFor(rules, standing, batch.seq)?.prompt ?? 0);
+  const notified = sinceFor(rules, standing, batch.seq)?.prompt ?? 0;
+  if (hygieneMayRun(rules, fold, batch, notified)) return false;
+  return rules.compacting === true || !preflightMayTrigger(rules, fold, batch, notified);
+}
+
+/** Whether the preflight check (SPEC §7.6) could trigger on the batch, with the reading bounded as for hygiene. */
+function preflightMayTrigger(rules: QuietRules, fold: QuietFold | null, batch: QuietBatchView, notified: number) {
+  if (!rules.enabled) return false;
+  const held = quietReading(rules, fold, batch.activeTokens).contextTokens;
+  // A reading notified since the rules came with an unknown base: counted on top of the whole transcript.
+  const context = notified > 0 ? Math.max(held, notified + batch.activeTokens) : held;
+  return context >= rules.thresholdTokens;
 }
 
 /**

@@ -89,6 +89,8 @@ export interface QuietBatchView {
   usageTailTokens?: number;
   /** The batch is the reply of a chat turn the gateway ran (its usage with the cache economics). */
   turn?: TurnUsage;
+  /** With `turn`: the version its context was read at (a later commit voids the reading). */
+  readVersion?: number;
 }
 
 const positive = (value: unknown): number | null =>
@@ -191,7 +193,7 @@ export function foldQuiet(fold: QuietFold | null, batch: QuietBatchView): QuietF
     activeMessages: batch.activeMessages,
     activeTokens: batch.activeTokens,
     usage: merged,
-    usageVersion: batch.usage ? batch.version : (fold?.usageVersion ?? 0),
+    usageVersion: batch.usage ? (batch.readVersion ?? batch.version) : (fold?.usageVersion ?? 0),
     readingBaseTokens: batch.usage ? batch.activeTokens - (batch.usageTailTokens ?? 0) : (fold?.readingBaseTokens ?? 0),
     ...foldTurns(fold?.turns, batch.turn),
   };

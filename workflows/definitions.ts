@@ -11,11 +11,8 @@ import type {
 } from '../contracts/conversation.js';
 import type { StoredBatch } from '../contracts/conversationLog.js';
 
-/**
- * Batches were committed to the conversation's log, in this order (content-free, DESIGN.md §3): one, or a chat
- * turn's user batch and reply when the gateway ran the turn (workers/gateway/chatTurns.ts).
- */
-export const batchStoredSignal = defineSignal<[StoredBatch, ...StoredBatch[]]>('batchStored');
+/** A batch was committed to the conversation's log (content-free, DESIGN.md §3). */
+export const batchStoredSignal = defineSignal<[StoredBatch]>('batchStored');
 /** Sent by the replay workflow when a replayed summary replaced the fallback in the live transcript (SPEC §13.7). */
 export const summaryReplacedSignal = defineSignal<[{ compactionId: string; summaryBody: string }]>('summaryReplaced');
 export const compactUpdate = defineUpdate<CompactionResult, [CompactRequest]>('compact');

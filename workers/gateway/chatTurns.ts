@@ -56,7 +56,7 @@ export interface TurnHost {
     batch: SubmitMessages,
     options: AppendDecideOptions,
   ): Promise<AppendDecided>;
-  notify(tenantId: string, row: ConversationRow, batch: StoredBatch, ...more: StoredBatch[]): Promise<void>;
+  notify(tenantId: string, row: ConversationRow, batch: StoredBatch): Promise<void>;
 }
 
 /** How long a turn waits for the workflow's next rules before it goes to the workflow instead. */
@@ -115,44 +115,44 @@ export class ChatTurns {
       });
     }
     let appended = await host.append(tenantId, conversationId, messages, { loud: !runner, turnId, direct: !!runner });
-    if (appended.turn?.messageId != null) return storedOutcome(turnId, appended.turn);
+    if (appended.turn?.messageId != null) {
+      // Stored by an earlier attempt; while something accepted is still undecided (e.g. that attempt's notification
+      // was lost), the workflow hears again, as from a retried post.
+      if (appended.decision.notify) await host.notify(tenantId, appended.head, withNotification(appended));
+      return storedOutcome(turnId, appended.turn);
+    }
     if (runner && appended.context) {
       const { head, context, stored, decision } = appended;
-      // A batch that is not quiet is notified with the reply, before it in the same signal (nothing the workflow
-      // decides on it changes what the model is sent), or alone when no reply comes.
-      const notification = decision.notify && decision.notification ? { notification: decision.notification } : {};
-      const user: StoredBatch | null = decision.notify ? { ...stored, turnFollows: true, ...notification } : null;
-      const notify = (...batches: StoredBatch[]) =>
-        batches.length > 0 ? host.notify(tenantId, head, batches[0] as StoredBatch, ...batches.slice(1)) : undefined;
-      let sent = false;
-      let direct: TurnOutcome | null;
-      try {
-        direct = await runDirectTurn(
-          runner,
-          { tenantId, conversationId, turnId, head, rows: context, ...(request.tools ? { tools: request.tools } : {}) },
-          (reply) => {
-            sent = true;
-            return notify(...(user ? [user] : []), ...(reply ? [reply] : []));
-          },
-        );
-      } catch (err) {
-        // No reply stored (the model or the store failed): the batch is notified on its own. A notification that
-        // failed itself is not sent twice (it may have arrived); the client's retry notifies again.
-        if (user && !sent) await notify(user);
-        throw err;
+      // A batch that is not quiet is notified before the model is called: its decisions come first, and a
+      // notification held back for the model's time would let a later batch's open a gap the workflow skips.
+      if (decision.notify) {
+        const notification = decision.notification ? { notification: decision.notification } : {};
+        await host.notify(tenantId, head, { ...stored, turnFollows: true, ...notification });
       }
+      const direct = await runDirectTurn(
+        runner,
+        {
+          ...{ tenantId, conversationId, turnId, head, rows: context, readVersion: stored.version },
+          ...(request.tools ? { tools: request.tools } : {}),
+        },
+        (reply) => host.notify(tenantId, head, reply),
+      );
       if (direct) return direct;
-      if (user) await notify(user);
       // The model failed transiently: the workflow runs the turn with its durable retries (the batch is stored and
       // decided; the workflow hears of it again, as of a retried request's).
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
       if (appended.turn?.messageId != null) return storedOutcome(turnId, appended.turn);
     }
+    if (!appended.decision.notify || !appended.decision.notification) {
+      // The batch was stored before (a retried request): the update opens a new epoch and carries the fold, as
+      // every notification the workflow decides on must.
+      appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
+      if (appended.turn?.messageId != null) return storedOutcome(turnId, appended.turn);
+    }
     await host.ensureWorkflow(tenantId, row);
-    const { stored, decision } = appended;
     return host.temporal.chatTurn(tenantId, conversationId, {
       turnId,
-      batch: decision.notify && decision.notification ? { ...stored, notification: decision.notification } : stored,
+      batch: withNotification(appended),
       ...(request.tools ? { tools: request.tools } : {}),
     });
   }
@@ -167,6 +167,11 @@ function mayRunAfterPublication(row: ConversationRow): boolean {
   if (rules?.gatewayTurns !== true) return false;
   if (rules.epoch === row.notify_epoch && row.applied_seq === row.batch_seq) return false;
   return !rulesJudgeTurn(rules, { current: false, since: row.notified_since }, row.batch_seq + 1);
+}
+
+/** The append's batch with the notification it opened, if any. */
+function withNotification({ stored, decision }: AppendDecided): StoredBatch {
+  return decision.notify && decision.notification ? { ...stored, notification: decision.notification } : stored;
 }
 
 /** The outcome of a turn an earlier attempt stored (its reply and turn record). */
@@ -186,13 +191,14 @@ interface DirectTurn {
   turnId: string;
   /** The conversation's row as the user batch's append locked it (the workflow's published state). */
   head: ConversationRow;
-  /** The active transcript read in the user batch's transaction, user batch included. */
+  /** The active transcript read in the user batch's transaction, user batch included, and its version. */
   rows: readonly StoredMessage[];
+  readVersion: number;
   tools?: ChatTool[];
 }
 
-/** Tells the workflow of what the turn stored: its reply batch when that is not quiet, else null. */
-type NotifyBatch = (reply: StoredBatch | null) => Promise<void> | undefined;
+/** Tells the workflow of the turn's reply batch when that is not quiet. */
+type NotifyBatch = (reply: StoredBatch) => Promise<void>;
 
 /**
  * Runs the turn; null when the model failed transiently (the caller hands the turn to the workflow). A reply some
@@ -233,7 +239,8 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
           total_tokens: usage.total_tokens,
         },
       }),
-      turn: usage,
+      // Counted once: a reply another attempt stored first is that attempt's turn.
+      ...(result.appended.length > 0 ? { turn: usage, readVersion: turn.readVersion } : {}),
     };
     const decided = decideNotification(locked, reply);
     decision = decided.decision;
@@ -242,10 +249,9 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
   const outcome = stored ? stored.result : await runner.storedTurn(input);
   if (!outcome) throw new Error(`turn ${turn.turnId}: the reply was stored by another attempt but its turn is missing`);
   const notifying = decision as NotifyDecision;
-  const loud = reply && notifying.notify ? reply : null;
-  await notify(
-    loud && notifying.notify && notifying.notification ? { ...loud, notification: notifying.notification } : loud,
-  );
+  if (reply && notifying.notify) {
+    await notify(notifying.notification ? { ...reply, notification: notifying.notification } : reply);
+  }
   return {
     turnId: turn.turnId,
     replyMessageId: outcome.messageId,

@@ -116,9 +116,9 @@ export class Conversations {
     return this.options.chatProblem?.(row) ?? null;
   }
 
-  /** Tells the workflow of committed batches, in order (the conversation's row as the first append locked it). */
-  notify(tenantId: string, row: ConversationRow, batch: StoredBatch, ...more: StoredBatch[]): Promise<void> {
-    return this.temporal.notify(inputOf(tenantId, row, this.knobsOf(tenantId, row.id)), batch, ...more);
+  /** Tells the workflow of a committed batch (the conversation's row as its append locked it). */
+  notify(tenantId: string, row: ConversationRow, batch: StoredBatch): Promise<void> {
+    return this.temporal.notify(inputOf(tenantId, row, this.knobsOf(tenantId, row.id)), batch);
   }
 
   async require(tenantId: string, conversationId: string): Promise<ConversationRow> {

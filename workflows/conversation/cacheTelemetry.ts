@@ -13,13 +13,15 @@ export const CACHE_RECOVERED_SHARE = 0.5;
 export function accountCacheUsage(
   cache: CacheTelemetry,
   usage: TurnUsage,
+  options: { watched?: boolean } = {},
 ): { compactionId: string; rewriteTokens: number; recoveryTurns: number } | null {
   cache.turns += 1;
   cache.cacheReadTokens += usage.cache_read_tokens;
   cache.cacheWriteTokens += usage.cache_write_tokens;
   cache.uncachedInputTokens += usage.uncached_input_tokens;
   cache.lastTurn = usage;
-  const watching = cache.watching;
+  // A turn whose context was read before the watched compaction committed does not measure it (`watched: false`).
+  const watching = options.watched === false ? null : cache.watching;
   if (!watching) return null;
   watching.turnsSince += 1;
   if (watching.rewriteTokens === null) watching.rewriteTokens = usage.cache_write_tokens;

@@ -251,9 +251,11 @@ export class ConversationEntity {
       state.userSinceCompaction = true;
       if (state.autoPaused === 'fixed_point') state.autoPaused = null;
     }
-    if (batch.turn) await this.countTurn(batch.turn); // the reply of a turn the gateway ran (chatTurns.ts)
+    // The reply of a turn the gateway ran (chatTurns.ts): its reading counts unless a commit came after its read.
+    const measured = (batch.readVersion ?? batch.version) > state.lastCommitVersion;
+    if (batch.turn) await this.countTurn(batch.turn, measured);
     let compaction: CompactionResult | null = null;
-    if (batch.usage && batch.version > state.lastCommitVersion) {
+    if (batch.usage && measured) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
       compaction = await this.afterResponse(batch.usage);
     }
@@ -312,9 +314,9 @@ export class ConversationEntity {
   }
 
   /** One more turn, its cache economics (per turn; per compaction: rewrite after it, turns till reads recover). */
-  private async countTurn(usage: TurnResult['usage']): Promise<void> {
+  private async countTurn(usage: TurnResult['usage'], afterCompaction = true): Promise<void> {
     this.state.turnSeq += 1;
-    const recovery = accountCacheUsage(this.state.cache, usage);
+    const recovery = accountCacheUsage(this.state.cache, usage, { watched: afterCompaction });
     if (recovery) {
       await this.safely('recording cache recovery', () =>
         model.recordCacheRecovery({ tenantId: this.ids.tenantId, ...recovery }),

@@ -70,13 +70,11 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   };
 
   // Handlers are registered before the first await, so messages and updates sent with the start are accepted.
-  setHandler(batchStoredSignal, (...batches) => {
+  setHandler(batchStoredSignal, (batch) => {
     // The gateway builds notifications from its own commits; a malformed one is reported, never silently dropped.
-    for (const batch of batches) {
-      const problem = validateStoredBatch(batch);
-      if (problem) notice(`Ignored a malformed batch notification: ${problem}`);
-      else queue.push({ kind: 'batch', batch });
-    }
+    const problem = validateStoredBatch(batch);
+    if (problem) notice(`Ignored a malformed batch notification: ${problem}`);
+    else queue.push({ kind: 'batch', batch });
   });
   // Sent by replays recorded before the claim check; the next compaction reads the replayed summary from the log.
   setHandler(summaryReplacedSignal, () => undefined);

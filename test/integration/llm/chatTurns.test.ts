@@ -202,17 +202,32 @@ describe('a quiet chat turn runs in the gateway (issue #11 §2)', () => {
     expect(updates).toHaveLength(1);
     const notified = events
       .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'batchStored')
-      .map((e) =>
-        (e.workflowExecutionSignaledEventAttributes?.input?.payloads ?? []).map(
-          (p) => JSON.parse(Buffer.from(p.data ?? []).toString()) as { turnFollows?: boolean; turn?: unknown },
-        ),
-      );
-    // Each turn during the compaction: its user batch (the preflight check follows) and its reply, in one signal.
-    const pairs = notified.filter((batches) => batches.length === 2 && batches[0]?.turnFollows && batches[1]?.turn);
-    expect(pairs).toHaveLength(2);
+      .map((e) => {
+        const payload = e.workflowExecutionSignaledEventAttributes?.input?.payloads?.[0];
+        return JSON.parse(Buffer.from(payload?.data ?? []).toString()) as { turnFollows?: boolean; turn?: unknown };
+      });
+    // Each turn during the compaction: its user batch notified (the preflight check follows), then its reply.
+    expect(notified.filter((batch) => batch.turnFollows)).toHaveLength(2);
+    expect(notified.filter((batch) => batch.turn).length).toBeGreaterThanOrEqual(3);
     // Every message in order after the summary.
     const roles = await liveRoles(t, conv);
     expect(roles.slice(-4)).toEqual(['user', 'assistant', 'user', 'assistant']);
+  });
+
+  it('a retried turn whose batch is stored but unanswered goes to the workflow, with the fold before it', async () => {
+    const { t, conv } = await published();
+    openai.enqueue(reply('quiet one', usage(1_500)));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'q?' }], 'r1') });
+    // The next turn's batch is stored but its first attempt never answered (here: the batch posted on its own).
+    const messages = keyed([{ role: 'user', content: 'lost?' }], 'r2');
+    await stack.client.submit(t, conv, { messages });
+    openai.enqueue(reply('answered'));
+    const turn = await stack.client.chatTurn(t, conv, { messages });
+    expect(turn.reply.content).toBe('answered');
+    // The workflow took over the folded quiet turn before running this one: three turns counted.
+    const status = await stack.client.sync(t, conv);
+    expect(status.cache.turns).toBe(3);
+    expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
   });
 
   it('a transient model failure hands the turn to the workflow, whose retry answers it', async () => {

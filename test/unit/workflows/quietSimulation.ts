@@ -236,14 +236,14 @@ export class SimConversation {
     if (unwaited) {
       this.unwaitedTurns += 1;
       if (!this.standing(user).current) this.unwaitedStale += 1;
-      // The gateway sends this batch in one signal with the reply; a workflow that keeps up is modelled as working it
-      // off before the reply lands (this simulation's compactions settle at once, where real background ones take
-      // the summary's time: a reply stored meanwhile is applied as a reading either way).
+      // The gateway notifies this batch before the model call; a workflow that keeps up works it off before the
+      // reply lands (this simulation's compactions settle at once, where real background ones take the summary's
+      // time: a reply stored meanwhile is applied as a reading either way).
       this.notify({ ...user, turnFollows: true }, { unwaited: true });
     }
     if (quiet || unwaited) {
       this.direct += 1;
-      const reply = { ...this.appendReply(event), turn: usage };
+      const reply = { ...this.appendReply(event), turn: usage, readVersion: user.version };
       if (!this.foldIfQuiet(reply)) this.notify(reply);
       return;
     }
@@ -350,12 +350,13 @@ export class SimConversation {
       state.userSinceCompaction = true;
       if (state.autoPaused === 'fixed_point') state.autoPaused = null;
     }
+    const measured = (batch.readVersion ?? batch.version) > state.lastCommitVersion;
     if (batch.turn) {
       state.turnSeq += 1;
-      accountCacheUsage(state.cache, batch.turn);
+      accountCacheUsage(state.cache, batch.turn, { watched: measured });
     }
     let compacted = false;
-    if (batch.usage && batch.version > state.lastCommitVersion) {
+    if (batch.usage && measured) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
       this.engine.updateFromResponse(batch.usage);
       state.autoSinceModelCall = false;
