@@ -49,11 +49,9 @@ export function decideNotification(
   const rules = head.quiet_rules;
   const fold = head.quiet_fold;
   const turnFollows = options.turnFollows === true;
-  // The rules hold for the batch: they are the workflow's latest, and it has decided on every batch before.
-  const current =
-    batch.seq !== null && rules !== null && rules.epoch === head.notify_epoch && head.applied_seq === batch.seq - 1;
-  const standing: RulesStanding = current ? { current } : { current, since: head.notified_since };
-  if (options.loud || !current || !isQuiet(rules, fold, batch, { turnFollows })) {
+  const standing = standingOf(head, batch.seq);
+  const { current } = standing;
+  if (options.loud || !current || rules === null || !isQuiet(rules, fold, batch, { turnFollows })) {
     const notification = { epoch: head.notify_epoch + 1, quiet: fold };
     const unwaited =
       !options.loud && turnFollows && rules !== null && turnRunsWithoutWorkflow(rules, fold, batch, standing);
@@ -67,6 +65,16 @@ export function decideNotification(
     decision: { notify: false },
     set: { quiet_fold: JSON.stringify(foldQuiet(head.quiet_fold, batch)), applied_seq: batch.seq as number },
   };
+}
+
+/**
+ * Where the conversation's row stands for batch `seq`: its rules are current (the workflow's latest, and it has
+ * decided on every batch before), or what was notified since them is what the row knows.
+ */
+export function standingOf(head: ConversationRow, seq: number | null): RulesStanding {
+  const rules = head.quiet_rules;
+  const current = seq !== null && rules !== null && rules.epoch === head.notify_epoch && head.applied_seq === seq - 1;
+  return current ? { current } : { current, since: head.notified_since };
 }
 
 /**

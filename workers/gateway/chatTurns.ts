@@ -25,7 +25,7 @@ import type { ChatMessage } from '../../engine/index.js';
 import { rulesJudgeTurn } from '../../engine/index.js';
 import { getConversationAndRow, waitApplied } from '../../infra/db/conversations.js';
 import type { StoredMessage } from '../../infra/db/messages.js';
-import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
+import { decideNotification, type NotifyDecision, standingOf } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import { type TurnRecord, turnUsage } from '../../infra/db/turns.js';
@@ -165,8 +165,8 @@ export class ChatTurns {
 function mayRunAfterPublication(row: ConversationRow): boolean {
   const rules = row.quiet_rules;
   if (rules?.gatewayTurns !== true) return false;
-  if (rules.epoch === row.notify_epoch && row.applied_seq === row.batch_seq) return false;
-  return !rulesJudgeTurn(rules, { current: false, since: row.notified_since }, row.batch_seq + 1);
+  const standing = standingOf(row, row.batch_seq + 1);
+  return !standing.current && !rulesJudgeTurn(rules, standing, row.batch_seq + 1);
 }
 
 /** The append's batch with the notification it opened, if any. */

@@ -10,7 +10,6 @@ import type {
   ChatTurnRequest,
   CompactionResult,
   ConversationStatus,
-  SwitchModelRequest,
   TurnOutcome,
   TurnResult,
 } from '../../contracts/conversation.js';
@@ -22,7 +21,6 @@ import {
   hygieneWarningThreshold,
   NOTICE_HYGIENE_FAILED,
   NOTICE_HYGIENE_WARNING,
-  NOTICE_MODEL_SWITCH,
   type Usage,
 } from '../../engine/index.js';
 import {
@@ -38,7 +36,6 @@ import { type CompactionOptions, runCompaction } from './compact.js';
 import { applyNotificationFold, quietRulesFor } from './quiet.js';
 import { absorbTotals, buildStatus, type CarriedState, contextTokens, markApplied } from './state.js';
 import { showInTemporalUi } from './visibility.js';
-import { resolveWindow } from './window.js';
 
 const store = proxyActivities<ConversationActivities>(storeActivityOptions);
 /** The publication runs in the worker's own workflow task: no server round trip (DESIGN.md §3). */
@@ -145,7 +142,7 @@ export class ConversationEntity {
    * Runs a step whose failure must not stop the conversation: store activities retry until PostgreSQL answers, so
    * what reaches here is non-retryable (activities/guard.ts); it is noted and the conversation goes on.
    */
-  private async safely<T>(what: string, step: () => Promise<T>): Promise<T | null> {
+  async safely<T>(what: string, step: () => Promise<T>): Promise<T | null> {
     try {
       return await step();
     } catch (err) {
@@ -322,32 +319,5 @@ export class ConversationEntity {
         model.recordCacheRecovery({ tenantId: this.ids.tenantId, ...recovery }),
       );
     }
-  }
-
-  /** SPEC §4.6: re-derive from the raw configuration; never silent about the cache. */
-  async switchModel(request: SwitchModelRequest): Promise<ConversationStatus> {
-    const { state } = this;
-    const provider = request.provider === undefined ? state.provider : request.provider;
-    const contextLength = resolveWindow(request.model, provider, request.contextLength ?? null);
-    const changed = request.model !== state.model || provider !== state.provider;
-    this.engine.updateModel(request.model, contextLength, provider ?? undefined);
-    Object.assign(state, { model: request.model, provider, contextLength });
-    if (changed) this.notice(NOTICE_MODEL_SWITCH);
-    await this.autoraiseNotice();
-    return this.status();
-  }
-
-  /** SPEC §4.5: the one-time gpt-5.5 Codex notice, persisted per tenant by the activity. */
-  async autoraiseNotice(): Promise<void> {
-    const text = await this.safely('the autoraise notice', () =>
-      store.autoraiseNotice({
-        tenantId: this.ids.tenantId,
-        model: this.state.model,
-        provider: this.state.provider,
-        contextLength: this.state.contextLength,
-        config: this.state.config,
-      }),
-    );
-    if (text) this.notice(text);
   }
 }

@@ -38,6 +38,7 @@ import {
 } from '../definitions.js';
 import { newSessionId } from '../ids.js';
 import { ConversationEntity } from './entity.js';
+import { autoraiseNotice, switchModel } from './modelSwitch.js';
 import { type CarriedState, type ConversationInput, openingState, skipGaps, startingStatus } from './state.js';
 import { resolveWindow } from './window.js';
 
@@ -128,7 +129,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
   // Quiet batches committed before the workflow opened (the gateway applied them with the starting rules).
   if (opened?.notification) entity.applyNotification(opened.notification);
   for (const text of earlyNotices.splice(0)) entity.notice(text);
-  if (fresh) await entity.autoraiseNotice();
+  if (fresh) await autoraiseNotice(entity);
   await entity.publish();
 
   const gapWaitMs = input.gapWaitMs ?? DEFAULT_GAP_WAIT_MS;
@@ -208,7 +209,7 @@ async function run(entity: ConversationEntity, item: QueueItem): Promise<void> {
     }
     case 'switchModel': {
       entity.applyNotification(item.request.notification);
-      const status = await entity.switchModel(item.request);
+      const status = await switchModel(entity, item.request);
       await entity.publish();
       item.done.resolve(status);
       return;

@@ -214,6 +214,28 @@ describe('a quiet chat turn runs in the gateway (issue #11 §2)', () => {
     expect(roles.slice(-4)).toEqual(['user', 'assistant', 'user', 'assistant']);
   });
 
+  it('a reading taken before a commit lands after it: neither the verdict nor a new trigger', async () => {
+    const { t, conv } = await published();
+    await stack.client.submit(t, conv, batch(agentTranscript(8).slice(1)));
+    openai.enqueue(reply('that was long', usage(160_000)));
+    openai.enqueue(reply('## Goal\nAnswer.\n## Progress\n### Done\n- read the modules', { delayMs: 1_000 }));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'long?' }], 'v1') });
+    await until(() =>
+      openai.chatRequests().some((r) => {
+        const messages: Array<{ content: string }> = r.body.messages ?? [];
+        return messages.at(-1)?.content.startsWith('Write a structured handoff summary') === true;
+      }),
+    );
+    // This turn's context is read before the compaction commits; its reply (still the long transcript's size)
+    // comes back after the commit.
+    openai.enqueue(reply('slow and long', { ...usage(160_000), delayMs: 2_500 }));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'still long?' }], 'v2') });
+    const settled = await stack.client.settled(t, conv);
+    expect(settled.compressionCount).toBe(1);
+    expect(settled.ineffectiveStrikes).toBe(0);
+    expect(settled.cache.turns).toBe(3);
+  });
+
   it('a retried turn whose batch is stored but unanswered goes to the workflow, with the fold before it', async () => {
     const { t, conv } = await published();
     openai.enqueue(reply('quiet one', usage(1_500)));
