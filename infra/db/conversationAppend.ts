@@ -60,16 +60,20 @@ function validateItems(items: readonly AppendItem[]): void {
  * the stored rows, then one row (no key) carrying the session's highest active position.
  */
 async function appendState(tx: Kysely<Database>, tenantId: string, target: RowTarget, keys: readonly string[]) {
+  // Written so that the plan does not depend on the statistics (a table that grew since its last ANALYZE had the
+  // key filtered over every row of the conversation and every active position read): each key is one probe of the
+  // unique index, the highest position one step back along the transcript index.
   const { rows } = await sql<StoredKeyRow & { max_position: number | null }>`
-    SELECT idempotency_key, role, content, content_parts, tool_calls, tool_call_id, tool_name, extra, raw_message,
-           NULL::integer AS max_position
-      FROM messages
-     WHERE tenant_id = ${tenantId} AND conversation_id = ${target.conversationId}
-       AND idempotency_key = ANY(${keys}::text[])
+    SELECT m.idempotency_key, m.role, m.content, m.content_parts, m.tool_calls, m.tool_call_id, m.tool_name, m.extra,
+           m.raw_message, NULL::integer AS max_position
+      FROM unnest(${keys}::text[]) AS k(key)
+      JOIN messages m
+        ON m.tenant_id = ${tenantId} AND m.conversation_id = ${target.conversationId} AND m.idempotency_key = k.key
     UNION ALL
-    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, max(position)
-      FROM message_state
-     WHERE tenant_id = ${tenantId} AND session_id = ${target.sessionId} AND active`.execute(tx);
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+           (SELECT position FROM message_state
+             WHERE tenant_id = ${tenantId} AND session_id = ${target.sessionId} AND active
+             ORDER BY position DESC LIMIT 1)`.execute(tx);
   const stored = new Map<string, StoredKeyRow>();
   let maxPosition: number | null = null;
   for (const row of rows) {

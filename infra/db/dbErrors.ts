@@ -1,6 +1,7 @@
 // What a PostgreSQL error means for the caller (issue #9 §1 and §6): an error that can never succeed (the data, a
 // constraint or a limit refused it) must not be retried — retrying it forever wedged conversations — and an outage
 // (connection refused or lost, server shutting down) is answered 503 with Retry-After, never 500.
+import { isStalePreparedStatement } from './preparedStatements.js';
 import { sqlState } from './writeRetry.js';
 
 /** Names of the SQLSTATEs a refused write most often carries (for messages without the offending value). */
@@ -58,8 +59,13 @@ function networkCode(error: unknown): string | undefined {
   return undefined;
 }
 
-/** `permanent`, `unavailable`, or null for anything else (including the retryable 40001/40P01/55P03). */
+/**
+ * `permanent`, `unavailable` (an outage, or a prepared statement a schema change made stale), or null for anything
+ * else (including the retryable 40001/40P01/55P03).
+ */
 export function classifyDbError(error: unknown): DbErrorKind | null {
+  // A schema change under a prepared statement: the next attempt parses it again (preparedStatements.ts).
+  if (isStalePreparedStatement(error)) return 'unavailable';
   const state = sqlState(error);
   if (state !== undefined && state.length === 5) {
     if (UNAVAILABLE_STATES.has(state) || UNAVAILABLE_CLASSES.has(state.slice(0, 2))) return 'unavailable';

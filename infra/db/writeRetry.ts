@@ -2,6 +2,7 @@
 // transaction runs again after a uniformly random 20–150 ms sleep, at most 15 attempts; anything else is raised
 // at once. Randomness and sleeping live here (activities), never in workflow code.
 import type { Kysely } from 'kysely';
+import { isStalePreparedStatement } from './preparedStatements.js';
 import type { Database } from './schema.js';
 import { type TenantTx, withTenant } from './tenant.js';
 
@@ -37,7 +38,7 @@ export function sqlState(error: unknown): string | undefined {
 
 export function isRetryableWriteError(error: unknown): boolean {
   const state = sqlState(error);
-  return state !== undefined && RETRYABLE_SQLSTATES.has(state);
+  return (state !== undefined && RETRYABLE_SQLSTATES.has(state)) || isStalePreparedStatement(error);
 }
 
 /** A whole number of milliseconds, uniform over [20, 150]. */
