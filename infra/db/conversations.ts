@@ -220,6 +220,13 @@ export function setTotals(
   });
 }
 
+/**
+ * How often the transcript changed other than by an append (compaction commits, replays, rotations): an append bumps
+ * `version` and `batch_seq` together, every other change `version` alone. While it stays the same, the active rows
+ * of a reading are still active, in the same places, and every row since sits after them.
+ */
+export const rewritesOf = (row: Pick<ConversationRow, 'version' | 'batch_seq'>): number => row.version - row.batch_seq;
+
 export const totalsOf = (row: ConversationRow): LogTotals => ({
   version: row.version,
   batchSeq: row.batch_seq,

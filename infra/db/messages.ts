@@ -103,6 +103,20 @@ export async function selectActiveRows(
   return rows.map(rowToStored);
 }
 
+/** The session's active rows after `position`, in order: what was appended since a reading of the transcript. */
+export async function selectActiveAfter(
+  tx: Kysely<Database>,
+  tenantId: string,
+  sessionId: string,
+  position: number,
+): Promise<StoredMessage[]> {
+  const rows = await selectActiveInOrder(tx, tenantId, sessionId)
+    .where('s.position', '>', position)
+    .select(STORED_COLUMNS)
+    .execute();
+  return rows.map(rowToStored);
+}
+
 /** One row to insert: the message plus what the row says about it. */
 export interface RowToInsert {
   message: ChatMessage;

@@ -6,11 +6,12 @@ import type { Kysely } from 'kysely';
 import type { SubmitMessages } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { appendToConversation } from '../../infra/db/conversationAppend.js';
-import { type StoredMessage, selectActiveRows } from '../../infra/db/messages.js';
+import type { StoredMessage } from '../../infra/db/messages.js';
 import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { selectTurn, type TurnRecord } from '../../infra/db/turns.js';
 import { storedBatchOf } from './logView.js';
+import { TranscriptCache, type TranscriptReading } from './transcriptCache.js';
 
 export interface AppendDecideOptions {
   /** The workflow hears of the batch whatever the rules say (a chat turn it runs). */
@@ -22,6 +23,8 @@ export interface AppendDecideOptions {
    * read under the append's lock, comes back with it.
    */
   direct?: boolean;
+  /** Where that transcript is kept between turns (transcriptCache.ts); without it, every row is read each turn. */
+  transcripts?: TranscriptCache;
 }
 
 export interface AppendDecided {
@@ -43,8 +46,8 @@ export async function appendAndDecide(
 ): Promise<AppendDecided> {
   let decided: Omit<AppendDecided, 'turn' | 'context'> | undefined;
   let turn: TurnRecord | null = null;
-  let context: StoredMessage[] | null = null;
-  const { turnId } = options;
+  let reading: TranscriptReading | null = null;
+  const { turnId, transcripts } = options;
   await appendToConversation(db, tenantId, conversationId, batch.messages, {
     settle: (result, head) => {
       const stored = storedBatchOf(result, batch);
@@ -54,20 +57,28 @@ export async function appendAndDecide(
     },
     ...(turnId
       ? {
-          within: async (tx, result) => {
-            turn = await selectTurn(tx, turnId);
+          within: async (tx) => {
             // The turn runs here: its batch is quiet, or the workflow is told of it first and cannot change what
-            // the model is sent (chatTurns.ts).
+            // the model is sent (chatTurns.ts). Its transcript is read in the same flight as the turn as stored
+            // by an earlier attempt, and dropped if there is one.
             const verdict = decided?.decision;
             const here =
               verdict !== undefined && (!verdict.notify ? decided?.stored.seq !== null : verdict.turnUnwaited);
-            if (options.direct && here && turn?.messageId == null) {
-              context = await selectActiveRows(tx, tenantId, result.sessionId);
-            }
+            const [found, read] = await Promise.all([
+              selectTurn(tx, turnId),
+              options.direct && here && decided
+                ? (transcripts ?? new TranscriptCache()).read(tx, tenantId, decided.head)
+                : null,
+            ]);
+            turn = found;
+            reading = found?.messageId == null ? read : null;
           },
         }
       : {}),
   });
   if (!decided) throw new Error(`conversation ${conversationId}: the append did not run`);
+  const context = (reading as TranscriptReading | null)?.rows ?? null;
+  // Committed: the reading may serve the next turn.
+  if (reading && transcripts) transcripts.keep(tenantId, conversationId, reading);
   return { ...decided, turn, context };
 }

@@ -34,6 +34,7 @@ import type { ChatTool } from '../../infra/llm/types.js';
 import type { AppendDecided, AppendDecideOptions } from './batchAppend.js';
 import { ChatUnavailableError, HttpError, InvalidRequestError } from './errors.js';
 import { statusOf, storedBatchOf, turnIdOf } from './logView.js';
+import { TranscriptCache } from './transcriptCache.js';
 
 export interface ChatTurnReply extends Omit<TurnResult, 'replyMessageId'> {
   reply: ChatMessage;
@@ -66,6 +67,8 @@ type ChatRequest = { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools
 
 export class ChatTurns {
   private readonly queue = new TurnQueue();
+  /** The transcripts of the turns run here, between turns (transcriptCache.ts). */
+  readonly transcripts = new TranscriptCache();
 
   /** `runner`: runs turns here when the rules allow; null: the workflow runs every turn. */
   constructor(
@@ -114,7 +117,12 @@ export class ChatTurns {
         intervalMs: 5,
       });
     }
-    let appended = await host.append(tenantId, conversationId, messages, { loud: !runner, turnId, direct: !!runner });
+    let appended = await host.append(tenantId, conversationId, messages, {
+      loud: !runner,
+      turnId,
+      direct: !!runner,
+      transcripts: this.transcripts,
+    });
     if (appended.turn?.messageId != null) {
       // Stored by an earlier attempt; while something accepted is still undecided (e.g. that attempt's notification
       // was lost), the workflow hears again, as from a retried post.

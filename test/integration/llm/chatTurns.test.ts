@@ -127,6 +127,37 @@ describe('a quiet chat turn runs in the gateway (issue #11 §2)', () => {
     expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant', 'user', 'assistant']);
   });
 
+  it('keeps the transcript between turns: what others appended is read, a commit makes it read anew', async () => {
+    const { t, conv } = await published();
+    /** The contents the model got in its last request are the log's active transcript before the reply. */
+    const sentIsTheLog = async () => {
+      const status = await stack.client.status(t, conv);
+      const log = (await activeTranscript(testDb.db, t, status.sessionId)).map((r) => r.content);
+      expect(sentContents(openai.chatRequests().length - 1)).toEqual(log.slice(0, -1));
+      return log;
+    };
+    const turn = async (content: string, key: string) => {
+      openai.enqueue(reply(`re ${content}`, usage(1_000)));
+      await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content }], key) });
+    };
+    await turn('two?', 'k2');
+    await sentIsTheLog();
+    // Another writer appends between two turns: the next one reads those rows after the kept ones.
+    await stack.client.submit(t, conv, batch([{ role: 'user', content: 'aside' }]));
+    await turn('three?', 'k3');
+    expect((await sentIsTheLog()).slice(-4)).toEqual(['re two?', 'aside', 'three?', 're three?']);
+    // A manual compaction rewrites the transcript; the turns after it see the summary, never the kept rows.
+    await stack.client.submit(t, conv, batch(agentTranscript(8).slice(1)));
+    openai.enqueue(reply('## Goal\nAnswer.\n## Progress\n### Done\n- read the modules'));
+    const compaction = await stack.client.compact(t, conv);
+    expect(compaction.status).toBe('committed');
+    await turn('four?', 'k4');
+    const afterCommit = await sentIsTheLog();
+    expect(afterCommit.some((content) => content?.includes('read the modules'))).toBe(true);
+    await turn('five?', 'k5');
+    expect((await sentIsTheLog()).slice(-4)).toEqual(['four?', 're four?', 'five?', 're five?']);
+  });
+
   it('one at a time per conversation: a second turn sent meanwhile sees the first reply', async () => {
     const { t, conv } = await published();
     openai.enqueue(reply('slow', { delayMs: 800 }));

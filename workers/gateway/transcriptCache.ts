@@ -1,0 +1,88 @@
+// The transcripts of the conversations whose turns this gateway runs (chatTurns.ts), kept between turns so that a
+// turn reads only what was appended since its previous one instead of the whole active transcript (issue #11: CPU
+// per turn; the whole read was a tenth of the server's time per turn and grew with the conversation).
+//
+// Safe by the log's own counters, not by trust in this process: a message row never changes after its insert, and a
+// reading stays valid as long as the conversation's rewrites (infra/db/conversations.ts `rewritesOf`) and current
+// session are those it was read at — then its rows are still active, in place, and everything since sits after its
+// last position. Whichever process appended in between (another gateway, the worker), the rows after that position
+// are read under the append's lock. A reading is kept only after its transaction committed. Least recently used
+// transcripts go first beyond the budget (estimated tokens, the rows' own estimates).
+import type { Kysely } from 'kysely';
+import { rewritesOf } from '../../infra/db/conversations.js';
+import { type StoredMessage, selectActiveAfter, selectActiveRows } from '../../infra/db/messages.js';
+import type { ConversationRow, Database } from '../../infra/db/schema.js';
+
+/** About 16 million characters of message text (4 a token). */
+export const TRANSCRIPT_CACHE_TOKENS = 4_000_000;
+
+/** The active transcript as read under an append's lock, and what it is valid for. */
+export interface TranscriptReading {
+  sessionId: string;
+  rewrites: number;
+  rows: StoredMessage[];
+}
+
+interface Entry extends TranscriptReading {
+  tokens: number;
+}
+
+const tokensOf = (rows: readonly StoredMessage[]) => rows.reduce((sum, row) => sum + row.tokenEstimate, 0);
+
+export class TranscriptCache {
+  private readonly entries = new Map<string, Entry>();
+  private tokens = 0;
+
+  constructor(private readonly budgetTokens = TRANSCRIPT_CACHE_TOKENS) {}
+
+  /**
+   * The active transcript of the conversation, in its append's transaction (`head`: its row as locked): the kept
+   * reading and the rows after it when the reading is still valid, else every active row.
+   */
+  async read(
+    tx: Kysely<Database>,
+    tenantId: string,
+    head: Pick<ConversationRow, 'id' | 'current_session_id' | 'version' | 'batch_seq'>,
+  ): Promise<TranscriptReading> {
+    const sessionId = head.current_session_id;
+    const rewrites = rewritesOf(head);
+    const kept = this.entries.get(keyOf(tenantId, head.id));
+    if (kept && kept.sessionId === sessionId && kept.rewrites === rewrites) {
+      const last = kept.rows.at(-1);
+      if (last) {
+        const since = await selectActiveAfter(tx, tenantId, sessionId, last.position);
+        return { sessionId, rewrites, rows: kept.rows.concat(since) };
+      }
+    }
+    return { sessionId, rewrites, rows: await selectActiveRows(tx, tenantId, sessionId) };
+  }
+
+  /** Keeps a reading whose transaction committed. */
+  keep(tenantId: string, conversationId: string, reading: TranscriptReading): void {
+    const key = keyOf(tenantId, conversationId);
+    this.drop(key);
+    const tokens = tokensOf(reading.rows);
+    if (tokens > this.budgetTokens || reading.rows.length === 0) return;
+    this.entries.set(key, { ...reading, tokens });
+    this.tokens += tokens;
+    for (const [oldest, entry] of this.entries) {
+      if (this.tokens <= this.budgetTokens) break;
+      this.entries.delete(oldest);
+      this.tokens -= entry.tokens;
+    }
+  }
+
+  /** How many transcripts and estimated tokens are kept (metrics, tests). */
+  get size(): { transcripts: number; tokens: number } {
+    return { transcripts: this.entries.size, tokens: this.tokens };
+  }
+
+  private drop(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.tokens -= entry.tokens;
+  }
+}
+
+const keyOf = (tenantId: string, conversationId: string) => `${tenantId}\n${conversationId}`;
