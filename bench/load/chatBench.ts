@@ -8,6 +8,9 @@
 //      threshold and the hygiene threshold (85 %), so an automatic compaction runs, with summaries from a fake that
 //      takes `summaryDelayMs` (5 s); the other replies report what a compaction leaves. Goal: turn latency p99 within
 //      +50 ms of phase A (background compaction). A turn whose reply carries a compaction waited for it.
+// Each phase has its own conversations, seeded alike, so both start from transcripts of the same size: phase A's
+// turns grow its transcripts well past what the fake's low readings claim, and on those the gateway would rightly
+// send every turn to the workflow once a compaction runs (the estimate bounds what hygiene may decide then).
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { LoadOptions } from '../load.js';
@@ -113,7 +116,7 @@ export async function runChatBench(
   const loadStart = loadAverage();
   const runId = `lc${randomBytes(3).toString('hex')}`;
   const count = Math.round(options.chatConversations);
-  const fakes = await startChatFakes(count, options.summaryDelayMs);
+  const fakes = await startChatFakes(2 * count, options.summaryDelayMs);
   try {
     const stack = await start({
       configYaml: fakes.configYaml(['compression: { max_auto_per_hour: null }']),
@@ -122,10 +125,11 @@ export async function runChatBench(
     logs.progress(`bench:load --chat ${runId}: gateway ${stack.url}; load average ${loadStart}`);
     const http = new JsonHttp(stack.url, count + 4);
     const tenants = await createTenants(http, stack.adminKey, runId, Math.min(Math.round(options.tenants), count));
-    const { conversations } = await createConversations(http, tenants, runId, count, count, {
+    const { conversations } = await createConversations(http, tenants, runId, 2 * count, count, {
       body: (i) => ({ model: CHAT_MODEL, provider: `chat${i}`, contextLength: CONTEXT_LENGTH }),
     });
-    logs.progress(`seeding ${count} conversations with ${SEED_BATCHES * 2} messages each…`);
+    const [forA, forB] = [conversations.slice(0, count), conversations.slice(count)];
+    logs.progress(`seeding ${2 * count} conversations (${count} per phase) with ${SEED_BATCHES * 2} messages each…`);
     await seed(http, conversations, runId);
     const status = await http.request('GET', `/v1/conversations/${conversations[0]!.id}/status`, {
       token: conversations[0]!.tenant.key,
@@ -135,17 +139,22 @@ export async function runChatBench(
     const high = Math.floor((threshold + hygiene) / 2);
     const low = (turn: number) => Math.min(Math.floor(threshold * 0.4), 20_000 + 100 * turn);
     const turns = conversations.map(() => 0);
-    const context = { http, fakes, conversations, seconds: options.chatSeconds, stack };
+    const context = { http, fakes, seconds: options.chatSeconds, stack };
 
     logs.progress(`phase A: ${options.chatSeconds} s of turns, no compactions…`);
-    const quiet = await runPhase('A', context, (_c, turn) => low(turn), turns);
+    const quiet = await runPhase('A', { ...context, conversations: forA }, (_c, turn) => low(turn), turns);
     const direct = await timeFakesDirectly(fakes, 25);
 
     logs.progress(`phase B: ${options.chatSeconds} s of turns, a compaction every ${options.compactEvery} turns…`);
     const since = stack.db ? (await stack.db.query<{ now: Date }>('SELECT now()')).rows[0]!.now : null;
     const summariesBefore = fakes.summaryCalls();
     const every = Math.round(options.compactEvery);
-    const busy = await runPhase('B', context, (_c, turn) => (turn % every === 0 ? high : low(turn)), turns);
+    const busy = await runPhase(
+      'B',
+      { ...context, conversations: forB },
+      (_c, turn) => (turn % every === 0 ? high : low(turn)),
+      turns,
+    );
     const summaryCalls = fakes.summaryCalls() - summariesBefore;
     const compactions = new Tally();
     if (stack.db && since) {
