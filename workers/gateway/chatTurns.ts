@@ -131,20 +131,35 @@ export class ChatTurns {
     }
     if (runner && appended.context) {
       const { head, context, stored, decision } = appended;
-      // A batch that is not quiet is notified before the model is called: its decisions come first, and a
-      // notification held back for the model's time would let a later batch's open a gap the workflow skips.
+      // A batch that is not quiet is notified as the model is called: its notification leaves first (one held back
+      // for the model's time would let a later batch's open a gap the workflow skips), and is answered before
+      // anything that must come after it — the reply's notification, the workflow's turn. The model call does not
+      // wait for Temporal's answer: no decision on this batch can change what the model is sent.
+      let told: Promise<void> = Promise.resolve();
       if (decision.notify) {
         const notification = decision.notification ? { notification: decision.notification } : {};
-        await host.notify(tenantId, head, { ...stored, turnFollows: true, ...notification });
+        told = host.notify(tenantId, head, { ...stored, turnFollows: true, ...notification });
+        told.catch(() => undefined); // observed below, whatever the model does
       }
-      const direct = await runDirectTurn(
-        runner,
-        {
-          ...{ tenantId, conversationId, turnId, head, rows: context, readVersion: stored.version },
-          ...(request.tools ? { tools: request.tools } : {}),
-        },
-        (reply) => host.notify(tenantId, head, reply),
-      );
+      let direct: TurnOutcome | null;
+      try {
+        direct = await runDirectTurn(
+          runner,
+          {
+            ...{ tenantId, conversationId, turnId, head, rows: context, readVersion: stored.version },
+            ...(request.tools ? { tools: request.tools } : {}),
+          },
+          async (reply) => {
+            await told;
+            await host.notify(tenantId, head, reply);
+          },
+        );
+      } catch (err) {
+        // The model's answer (e.g. 422) is what the caller needs; a failed notification leaves the batch to the next.
+        await told.catch(() => undefined);
+        throw err;
+      }
+      await told;
       if (direct) return direct;
       // The model failed transiently: the workflow runs the turn with its durable retries (the batch is stored and
       // decided; the workflow hears of it again, as of a retried request's).

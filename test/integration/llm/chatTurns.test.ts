@@ -239,6 +239,9 @@ describe('a quiet chat turn runs in the gateway (issue #11 §2)', () => {
       });
     // Each turn during the compaction: its user batch notified (the preflight check follows), then its reply.
     expect(notified.filter((batch) => batch.turnFollows)).toHaveLength(2);
+    // The model call does not wait for the user batch's signal, the reply's notification does: in that order.
+    const order = notified.filter((b) => b.turnFollows || b.turn).map((b) => (b.turnFollows ? 'user' : 'reply'));
+    expect(order.slice(-4)).toEqual(['user', 'reply', 'user', 'reply']);
     expect(notified.filter((batch) => batch.turn).length).toBeGreaterThanOrEqual(3);
     // Every message in order after the summary.
     const roles = await liveRoles(t, conv);
