@@ -43,6 +43,8 @@ export interface AppendResult {
   conversationId: string;
   /** The conversation's totals after the batch (null: the session has no conversation record). */
   totals: LogTotals | null;
+  /** The conversation's row as the batch's statement wrote it (appendToConversation, fresh rows only). */
+  written?: ConversationRow;
 }
 
 type StoredKeyRow = MessageColumns & { idempotency_key: string | null };
@@ -169,6 +171,7 @@ export async function appendToConversation(
       if (written.version !== result.totals?.version || written.batchSeq !== result.totals.batchSeq) {
         throw new Error(`conversation ${conversationId}: totals moved under its lock`);
       }
+      result.written = written.row;
     } else if (extra) {
       await tx
         .updateTable('conversations')
@@ -208,7 +211,8 @@ export async function appendMessages(
     const current = conversation?.current_session_id === sessionId ? conversation : undefined;
     let totals: LogTotals | null = current ? totalsOf(current) : null;
     if (current && appended.length > 0) {
-      totals = await addToTotals(tx, tenantId, current.id, { messages: appended.length, tokens: tokensOf(appended) });
+      const delta = { messages: appended.length, tokens: tokensOf(appended) };
+      totals = totalsOf((await addToTotals(tx, tenantId, current.id, delta)).row);
     }
     return { appended, duplicates, ...target, totals };
   });

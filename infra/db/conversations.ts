@@ -161,13 +161,16 @@ export async function requireLockedHead(
   return conversation;
 }
 
-/** Updates the locked conversation's head and bumps its version; returns the totals after. */
+/** The totals after a change of the locked head, and its row as written. */
+export type WrittenTotals = LogTotals & { row: ConversationRow };
+
+/** Updates the locked conversation's head and bumps its version; returns the totals after, and the row. */
 async function bump(
   tx: TenantTx,
   tenantId: string,
   conversationId: string,
   set: UpdateObject<Database, 'conversations'>,
-): Promise<LogTotals> {
+): Promise<WrittenTotals> {
   const row = await tx
     .updateTable('conversations')
     .set({ ...set, version: sql`version + 1`, updated_at: sql`now()` })
@@ -175,7 +178,7 @@ async function bump(
     .where('id', '=', conversationId)
     .returningAll()
     .executeTakeFirstOrThrow();
-  return totalsOf(row);
+  return { ...totalsOf(row), row };
 }
 
 /** The totals addToTotals will write for a batch appended to the locked row `head` (known before it writes them). */
@@ -194,7 +197,7 @@ export function addToTotals(
   delta: { messages: number; tokens: number },
   /** Further columns set by the same statement (the notification decision, infra/db/quietBatches.ts). */
   extra: UpdateObject<Database, 'conversations'> = {},
-): Promise<LogTotals> {
+): Promise<WrittenTotals> {
   return bump(tx, tenantId, conversationId, {
     ...extra,
     batch_seq: sql`batch_seq + 1`,
@@ -204,13 +207,13 @@ export function addToTotals(
 }
 
 /** After a compaction commit or a replay swap: the new totals (and session), version bumped. Must be locked. */
-export function setTotals(
+export async function setTotals(
   tx: TenantTx,
   tenantId: string,
   conversationId: string,
   totals: { activeMessages: number; activeTokens: number; currentSessionId?: string },
 ): Promise<LogTotals> {
-  return bump(tx, tenantId, conversationId, {
+  const written = await bump(tx, tenantId, conversationId, {
     active_messages: totals.activeMessages,
     active_tokens: totals.activeTokens,
     // The workflow's quiet rules were published for the transcript before the swap: void until it publishes again.
@@ -218,6 +221,7 @@ export function setTotals(
     notified_since: null,
     ...(totals.currentSessionId ? { current_session_id: totals.currentSessionId } : {}),
   });
+  return totalsOf(written.row);
 }
 
 /**

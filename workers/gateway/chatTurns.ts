@@ -24,6 +24,7 @@ import { validateSubmit } from '../../contracts/validation.js';
 import type { ChatMessage } from '../../engine/index.js';
 import { rulesJudgeTurn } from '../../engine/index.js';
 import { getConversationAndRow, waitApplied } from '../../infra/db/conversations.js';
+import { toStoredMessage } from '../../infra/db/messageRows.js';
 import type { StoredMessage } from '../../infra/db/messages.js';
 import { decideNotification, type NotifyDecision, standingOf } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
@@ -79,13 +80,19 @@ export class ChatTurns {
   async chatTurn(tenantId: string, conversationId: string, request: ChatRequest): Promise<ChatTurnReply> {
     const problem = validateSubmit({ messages: request.messages });
     if (problem) throw new InvalidRequestError(problem);
-    const row = await this.host.require(tenantId, conversationId);
-    const unavailable = this.host.chatProblem(row);
-    if (unavailable) throw new ChatUnavailableError(unavailable);
     const turnId = turnIdOf(conversationId, request.messages);
-    const outcome = await this.queue.run(`${tenantId}\n${conversationId}`, () =>
-      this.run(tenantId, conversationId, row, turnId, request),
-    );
+    // The turn takes its place in the conversation's queue as it arrives, before anything it awaits.
+    const { outcome, answered } = await this.queue.run(`${tenantId}\n${conversationId}`, async () => {
+      const row = await this.host.require(tenantId, conversationId);
+      const unavailable = this.host.chatProblem(row);
+      if (unavailable) throw new ChatUnavailableError(unavailable);
+      return this.run(tenantId, conversationId, row, turnId, request);
+    });
+    if (answered) {
+      // Stored here: the reply as it reads back, the status from the row its statement wrote.
+      const turn: TurnResult = { ...outcome, status: statusOf(tenantId, answered.head) };
+      return { ...turn, reply: answered.reply, toolCalls: answered.reply.tool_calls ?? [] };
+    }
     // The status and the reply come from PostgreSQL, in one read (the workflow published before answering).
     const { conversation: head, row: reply } = await getConversationAndRow(
       this.host.readDb,
@@ -105,7 +112,7 @@ export class ChatTurns {
     row: ConversationRow,
     turnId: string,
     request: ChatRequest,
-  ): Promise<TurnOutcome> {
+  ): Promise<RunOutcome> {
     const messages = { messages: request.messages };
     const { runner, host } = this;
     if (runner && mayRunAfterPublication(row)) {
@@ -127,7 +134,7 @@ export class ChatTurns {
       // Stored by an earlier attempt; while something accepted is still undecided (e.g. that attempt's notification
       // was lost), the workflow hears again, as from a retried post.
       if (appended.decision.notify) await host.notify(tenantId, appended.head, withNotification(appended));
-      return storedOutcome(turnId, appended.turn);
+      return { outcome: storedOutcome(turnId, appended.turn) };
     }
     if (runner && appended.context) {
       const { head, context, stored, decision } = appended;
@@ -141,7 +148,7 @@ export class ChatTurns {
         told = host.notify(tenantId, head, { ...stored, turnFollows: true, ...notification });
         told.catch(() => undefined); // observed below, whatever the model does
       }
-      let direct: TurnOutcome | null;
+      let direct: RunOutcome | null;
       try {
         direct = await runDirectTurn(
           runner,
@@ -164,20 +171,21 @@ export class ChatTurns {
       // The model failed transiently: the workflow runs the turn with its durable retries (the batch is stored and
       // decided; the workflow hears of it again, as of a retried request's).
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
-      if (appended.turn?.messageId != null) return storedOutcome(turnId, appended.turn);
+      if (appended.turn?.messageId != null) return { outcome: storedOutcome(turnId, appended.turn) };
     }
     if (!appended.decision.notify || !appended.decision.notification) {
       // The batch was stored before (a retried request): the update opens a new epoch and carries the fold, as
       // every notification the workflow decides on must.
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
-      if (appended.turn?.messageId != null) return storedOutcome(turnId, appended.turn);
+      if (appended.turn?.messageId != null) return { outcome: storedOutcome(turnId, appended.turn) };
     }
     await host.ensureWorkflow(tenantId, row);
-    return host.temporal.chatTurn(tenantId, conversationId, {
+    const outcome = await host.temporal.chatTurn(tenantId, conversationId, {
       turnId,
       batch: withNotification(appended),
       ...(request.tools ? { tools: request.tools } : {}),
     });
+    return { outcome };
   }
 }
 
@@ -195,6 +203,12 @@ function mayRunAfterPublication(row: ConversationRow): boolean {
 /** The append's batch with the notification it opened, if any. */
 function withNotification({ stored, decision }: AppendDecided): StoredBatch {
   return decision.notify && decision.notification ? { ...stored, notification: decision.notification } : stored;
+}
+
+/** A turn's outcome, and its answer when this gateway stored the reply itself (no read needed). */
+interface RunOutcome {
+  outcome: TurnOutcome;
+  answered?: { head: ConversationRow; reply: ChatMessage };
 }
 
 /** The outcome of a turn an earlier attempt stored (its reply and turn record). */
@@ -227,7 +241,7 @@ type NotifyBatch = (reply: StoredBatch) => Promise<void>;
  * Runs the turn; null when the model failed transiently (the caller hands the turn to the workflow). A reply some
  * other attempt stored first is that attempt's outcome.
  */
-async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: NotifyBatch): Promise<TurnOutcome | null> {
+async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: NotifyBatch): Promise<RunOutcome | null> {
   const published = turn.head.state;
   const input = {
     tenantId: turn.tenantId,
@@ -275,7 +289,7 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
   if (reply && notifying.notify) {
     await notify(notifying.notification ? { ...reply, notification: notifying.notification } : reply);
   }
-  return {
+  const result: TurnOutcome = {
     turnId: turn.turnId,
     replyMessageId: outcome.messageId,
     finishReason: outcome.finishReason,
@@ -284,6 +298,10 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
     // `background` on).
     compaction: null,
   };
+  const written = stored?.appended.written;
+  return written
+    ? { outcome: result, answered: { head: written, reply: toStoredMessage(call.result.message) } }
+    : { outcome: result };
 }
 
 /** One turn at a time per conversation in this gateway, in arrival order (as the workflow's queue runs them). */
