@@ -1,8 +1,9 @@
 // Named prepared statements for the statements a process runs again and again (issue #11: CPU per message). kysely
-// sends every statement unnamed, so PostgreSQL parses, analyses and plans it on each execution; on the hot paths
-// (append, chat turn, status) that was a fifth of the server's CPU. A pg client of this class gives a statement a
-// name from its second execution on: each connection then parses it once and PostgreSQL reuses the plan (its plan
-// cache re-plans on its own when a table, an index or the role changes — row-level security included).
+// sends every statement unnamed, so PostgreSQL parses and analyses it on each execution. A pg client of this class
+// gives a statement a name from its second execution on: each connection then parses it once. The pool still has
+// it planned for its values on every execution (plan_cache_mode=force_custom_plan, infra/db/connect.ts): a generic
+// plan was far worse for some reads. PostgreSQL re-validates a prepared statement on its own when a table, an index
+// or the role changes (row-level security included).
 //
 // Bounds: only statements with parameters are named (a parameterless text carries its values as literals, e.g. the
 // tenant prelude of infra/db/tenant.ts, and may hold several statements); at most MAX_NAMED texts per process, so a
