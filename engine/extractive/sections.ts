@@ -35,42 +35,61 @@ export function emptySections(): SummarySections {
 export const CURRENT_DECISION = 'Current: ';
 export const SUPERSEDED_DECISION = 'Superseded (no longer current): ';
 
-function list(items: readonly string[]): string {
-  return items.length === 0 ? '' : items.map((item) => `- ${item}`).join('\n');
-}
-
-/** The body in the template of SPEC §8.5.5 (headings exact, in order). */
-export function renderSections(s: SummarySections): string {
-  const decisions = [
-    ...s.decisions.map((d) => CURRENT_DECISION + d),
-    ...s.superseded.map((d) => SUPERSEDED_DECISION + d),
-  ];
-  return [
-    '## Goal',
-    list([...s.goal, ...s.user]),
-    '## Constraints & Preferences',
-    list(s.constraints),
-    '## Progress',
-    '### Done',
-    list(s.done),
-    '### In Progress',
-    list(s.inProgress),
-    '### Blocked',
-    list(s.blocked),
-    '## Key Decisions',
-    list(decisions),
-    '## Relevant Files',
-    list(s.files),
-    '## Next Steps',
-    list(s.nextSteps),
-    '## Critical Context',
-    s.critical.length === 0 ? '' : s.critical.map((id) => `- \`${id}\``).join('\n'),
-  ]
-    .filter((line) => line !== '')
-    .join('\n');
-}
-
 type SectionKey = keyof SummarySections;
+
+/** The body's layout (SPEC §8.5.5 headings exact, in order): each heading, then the items of its sections. */
+const LAYOUT: readonly (string | readonly SectionKey[])[] = [
+  '## Goal',
+  ['goal', 'user'],
+  '## Constraints & Preferences',
+  ['constraints'],
+  '## Progress',
+  '### Done',
+  ['done'],
+  '### In Progress',
+  ['inProgress'],
+  '### Blocked',
+  ['blocked'],
+  '## Key Decisions',
+  ['decisions', 'superseded'],
+  '## Relevant Files',
+  ['files'],
+  '## Next Steps',
+  ['nextSteps'],
+  '## Critical Context',
+  ['critical'],
+];
+
+/** The heading lines, in order. */
+export const HEADING_LINES: readonly string[] = LAYOUT.filter((entry): entry is string => typeof entry === 'string');
+
+/** What an item line holds around the item: `- ${before}${item}${after}` (ASCII). */
+const ITEM_FRAME: Partial<Record<SectionKey, { before: string; after: string }>> = {
+  decisions: { before: CURRENT_DECISION, after: '' },
+  superseded: { before: SUPERSEDED_DECISION, after: '' },
+  critical: { before: '`', after: '`' },
+};
+
+function itemLine(key: SectionKey, item: string): string {
+  const frame = ITEM_FRAME[key];
+  return frame ? `- ${frame.before}${item}${frame.after}` : `- ${item}`;
+}
+
+/** The bytes an item's line adds to the item itself (all ASCII). */
+export function itemFrameBytes(key: SectionKey): number {
+  const frame = ITEM_FRAME[key];
+  return 2 + (frame ? frame.before.length + frame.after.length : 0);
+}
+
+/** The body in the template of SPEC §8.5.5: each heading, then one line per item; an empty section has no line. */
+export function renderSections(s: SummarySections): string {
+  const lines: string[] = [];
+  for (const entry of LAYOUT) {
+    if (typeof entry === 'string') lines.push(entry);
+    else for (const key of entry) for (const item of s[key]) lines.push(itemLine(key, item));
+  }
+  return lines.join('\n');
+}
 
 const HEADING_TO_KEY: Readonly<Record<string, SectionKey>> = {
   goal: 'goal',

@@ -6,11 +6,12 @@
 import { stripArchivePointer } from '../archivePointer.js';
 import { contentText, hasToolCalls } from '../messages.js';
 import { classifyWindow } from '../summaryPrompt.js';
-import { collapseWhitespace, cutWithSuffix } from '../text.js';
-import { estimateTokensRough } from '../tokens.js';
+import { cutWithSuffix } from '../text.js';
 import type { ChatMessage, ToolCall } from '../types.js';
+import { fitBudget } from './budget.js';
 import { hasIdentifier, IdentifierRanking } from './identifiers.js';
-import { emptySections, parseSections, renderSections, type SummarySections } from './sections.js';
+import { DeferredItemList, ItemList } from './itemList.js';
+import { emptySections, parseSections, type SummarySections } from './sections.js';
 import {
   contentTokens,
   ERROR_PATTERN,
@@ -36,32 +37,10 @@ export interface ExtractiveSummaryInput {
   budgetTokens: number;
 }
 
-const ITEM_LIMIT = 400;
 const RESULT_LIMIT = 160;
 const PATH_KEYS = ['path', 'file_path', 'filepath', 'file', 'filename'] as const;
 const WRITING_TOOL = /write|edit|create|patch|apply|save|replace|insert|mkdir|move|rename|delete/i;
 const COMMAND_KEYS = ['command', 'cmd', 'script'] as const;
-
-const item = (text: string): string => cutWithSuffix(collapseWhitespace(text), ITEM_LIMIT);
-
-/** Items in order, each once (compared without case and spacing). */
-class ItemList {
-  readonly items: string[] = [];
-  private readonly seen = new Set<string>();
-  constructor(initial: readonly string[] = []) {
-    for (const i of initial) this.push(i);
-  }
-  push(text: string): void {
-    const value = item(text);
-    const key = value.toLowerCase();
-    if (value.length === 0 || this.seen.has(key)) return;
-    this.seen.add(key);
-    this.items.push(value);
-  }
-  has(text: string): boolean {
-    return this.seen.has(item(text).toLowerCase());
-  }
-}
 
 function parseArguments(call: ToolCall): Record<string, unknown> {
   try {
@@ -82,7 +61,9 @@ interface UserSentence {
 
 interface WindowState {
   s: SummarySections;
-  lists: Record<'goal' | 'user' | 'constraints' | 'done' | 'blocked' | 'files' | 'next', ItemList>;
+  lists: Record<'goal' | 'user' | 'constraints' | 'blocked' | 'files' | 'next', ItemList>;
+  /** Work done: the lowest-value section after the identifiers, listed only if the budget can keep some of it. */
+  done: DeferredItemList;
   decisions: ItemList;
   superseded: ItemList;
   ranking: IdentifierRanking;
@@ -100,11 +81,11 @@ function startState(previous: string | null): WindowState {
       goal: new ItemList(sections.goal),
       user: new ItemList(sections.user),
       constraints: new ItemList(sections.constraints),
-      done: new ItemList(sections.done),
       blocked: new ItemList(sections.blocked),
       files: new ItemList(sections.files),
       next: new ItemList([]),
     },
+    done: new DeferredItemList(sections.done),
     decisions: new ItemList(sections.decisions),
     superseded: new ItemList(sections.superseded),
     ranking,
@@ -119,7 +100,8 @@ const DROP_WORDS = new Set(
 
 /** A dropping clause that names what is dropped ("Forget the Redis cache"), not just "scratch that". */
 function namesSomething(clause: string): boolean {
-  return contentTokens(clause).some((t) => !DROP_WORDS.has(t)) || hasIdentifier(clause);
+  for (const token of contentTokens(clause)) if (!DROP_WORDS.has(token)) return true;
+  return hasIdentifier(clause);
 }
 
 /** Classifies a user message's sentences; decisions are applied in order (an override supersedes earlier ones). */
@@ -170,10 +152,13 @@ function readUserMessage(text: string, message: number, state: WindowState, out:
   }
 }
 
+/** An assistant sentence that is not an error is work done when it reports work or names an identifier. */
+const reportsWork = (sentence: string): boolean => isWorkReport(sentence) || hasIdentifier(sentence);
+
 function readAssistantMessage(row: ChatMessage, state: WindowState, toolNames: Map<string, string>): void {
   for (const sentence of splitSentences(contentText(row.content))) {
     if (ERROR_PATTERN.test(sentence) && !isFix(sentence)) state.lists.blocked.push(sentence);
-    else if (isWorkReport(sentence) || hasIdentifier(sentence)) state.lists.done.push(sentence);
+    else state.done.push(sentence, reportsWork);
   }
   if (!hasToolCalls(row)) return;
   for (const call of row.tool_calls as ToolCall[]) {
@@ -195,8 +180,22 @@ function readAssistantMessage(row: ChatMessage, state: WindowState, toolNames: M
 }
 
 function firstLine(text: string): string {
-  const line = text.split('\n').find((l) => l.trim().length > 0) ?? '';
-  return cutWithSuffix(line.trim(), RESULT_LIMIT);
+  for (const line of text.split('\n')) {
+    const trimmed = line.trim();
+    if (trimmed.length > 0) return cutWithSuffix(trimmed, RESULT_LIMIT);
+  }
+  return '';
+}
+
+function firstErrorLine(text: string): string | undefined {
+  for (const line of text.split('\n')) if (ERROR_PATTERN.test(line)) return line;
+  return undefined;
+}
+
+/** Whether `text` has a content token in `vocabulary`. */
+function sharesToken(text: string, vocabulary: ReadonlySet<string>): boolean {
+  for (const token of contentTokens(text)) if (vocabulary.has(token)) return true;
+  return false;
 }
 
 /** The body of the extractive summary (SPEC §8.5.5 template), at most `budgetTokens` tokens (estimate, §3). */
@@ -227,12 +226,12 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
     } else if (row.role === 'tool') {
       const name = toolNames.get(row.tool_call_id ?? '') ?? 'tool';
       const result = firstLine(text);
-      const errorLine = text.split('\n').find((l) => ERROR_PATTERN.test(l));
+      const errorLine = firstErrorLine(text);
       if (errorLine && !isFix(text)) {
         openErrors.set(name, `${name}: ${cutWithSuffix(errorLine.trim(), RESULT_LIMIT)}`);
       } else {
         openErrors.delete(name);
-        state.lists.done.push(`${name} → ${result || '(no output)'}`);
+        state.done.push(`${name} → ${result || '(no output)'}`);
       }
     }
   });
@@ -258,8 +257,7 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
     else if (u.message === goalMessage) addVocabulary(u.text);
   }
   for (const g of [...state.lists.goal.items, ...state.decisions.items, ...state.superseded.items]) addVocabulary(g);
-  const onTopic = (t: string) =>
-    vocabulary.size === 0 || hasIdentifier(t) || contentTokens(t).some((tok) => vocabulary.has(tok));
+  const onTopic = (t: string) => vocabulary.size === 0 || hasIdentifier(t) || sharesToken(t, vocabulary);
   for (const u of userSentences) {
     if (u.kind === 'constraint') state.lists.constraints.push(u.text);
     if (u.kind === 'decision' && u.message === goalMessage && statesGoal(u)) state.lists.goal.push(u.text);
@@ -275,38 +273,17 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
     goal: state.lists.goal.items,
     user: state.lists.user.items,
     constraints: state.lists.constraints.items,
-    done: state.lists.done.items,
+    done: [],
     inProgress: [],
     blocked: state.lists.blocked.items,
     decisions: state.decisions.items,
     superseded: state.superseded.items.filter((d) => !state.decisions.has(d)),
     files: state.lists.files.items,
     nextSteps: state.lists.next.items,
-    critical: state.ranking.rank(),
+    critical: [],
   };
-  return fitBudget(sections, input.budgetTokens);
-}
-
-/** Lowest value first: identifiers ranked last, the oldest work reports, the oldest user statements. */
-const TRIM_ORDER: readonly (keyof SummarySections)[] = ['critical', 'done', 'files', 'user', 'superseded', 'blocked'];
-
-function fitBudget(sections: SummarySections, budgetTokens: number): string {
-  const body = renderSections(sections);
-  let tokens = estimateTokensRough(body);
-  if (tokens <= budgetTokens) return body;
-  for (const key of TRIM_ORDER) {
-    const list = sections[key];
-    // Identifiers are ranked: drop from the end; other lists are chronological: drop the oldest. Counted first,
-    // removed at once (one item at a time from the front of a long list is quadratic).
-    let dropped = 0;
-    while (tokens > budgetTokens && dropped < list.length) {
-      const removed = key === 'critical' ? list[list.length - 1 - dropped] : list[dropped];
-      tokens -= estimateTokensRough(`- ${removed}\n`);
-      dropped += 1;
-    }
-    if (key === 'critical') list.length -= dropped;
-    else list.splice(0, dropped);
-    if (tokens <= budgetTokens) break;
-  }
-  return renderSections(sections);
+  return fitBudget(sections, input.budgetTokens, {
+    done: () => state.done.items(),
+    critical: () => state.ranking.rank(),
+  });
 }
