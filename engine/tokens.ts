@@ -68,10 +68,17 @@ export function estimateTokensRough(text: string): number {
   let i = 0;
   while (i < len && text.charCodeAt(i) < 0x80) i++;
   if (i === len) return Math.ceil(len / 4);
-  // Mixed: i ASCII bytes so far, then walk the rest by code point.
-  const size = { bytes: i, cjk: 0 };
-  walk(text, i, size, 1);
-  return roughTokensOfSize(size);
+  // Mixed: i ASCII bytes so far, then walk the rest by code point. The walk of `addRoughSize` in line, without its
+  // size object: this is the compressor's hot path.
+  let bytes = i;
+  let cjk = 0;
+  while (i < len) {
+    const cp = text.codePointAt(i) as number;
+    i += cp > 0xffff ? 2 : 1;
+    if (isOneTokenCodePoint(cp)) cjk++;
+    else bytes += utf8Length(cp);
+  }
+  return cjk + Math.ceil(bytes / 4);
 }
 
 /**

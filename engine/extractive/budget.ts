@@ -2,7 +2,7 @@
 // first: identifiers ranked last, then the oldest work reports, files, user statements, superseded decisions and
 // blockers. Items are dropped until the estimate (SPEC §3.1) of the body as rendered is within the budget. The
 // body's size is kept in parts (bytes, one-token characters) and updated per dropped line, so the body is rendered
-// once, and the identifiers are ranked only when at least one of them can be kept.
+// once; the identifiers and the work done are built only when at least one of their items can be kept.
 import { addRoughSize, type RoughSize, roughTokensOfSize } from '../tokens.js';
 import { HEADING_LINES, itemFrameBytes, renderSections, type SummarySections } from './sections.js';
 
@@ -13,13 +13,14 @@ const TRIM_ORDER: readonly Trimmed[] = ['critical', 'done', 'files', 'user', 'su
 
 type Key = keyof SummarySections;
 
-/** Adds (or takes away) the lines of `items` and their line breaks. */
-function addItems(size: RoughSize, key: Key, items: readonly string[], sign: 1 | -1): void {
-  const frame = itemFrameBytes(key) + 1;
-  for (const item of items) {
-    addRoughSize(size, item, sign);
-    size.bytes += sign * frame;
-  }
+/** Adds (or takes away) the line of one item of `key` and its line break. */
+function addLine(size: RoughSize, key: Key, item: string, sign: 1 | -1): void {
+  addRoughSize(size, item, sign);
+  size.bytes += sign * (itemFrameBytes(key) + 1);
+}
+
+function addItems(size: RoughSize, key: Key, items: readonly string[]): void {
+  for (const item of items) addLine(size, key, item, 1);
 }
 
 /** Sections listed only when the budget can keep some of their items: the lowest-value ones, in TRIM_ORDER. */
@@ -39,7 +40,7 @@ export function fitBudget(sections: SummarySections, budgetTokens: number, defer
     size.bytes += 1;
   }
   const later: Partial<Record<Key, () => string[]>> = deferred;
-  for (const key of Object.keys(sections) as Key[]) if (!later[key]) addItems(size, key, sections[key], 1);
+  for (const key of Object.keys(sections) as Key[]) if (!later[key]) addItems(size, key, sections[key]);
   const fits = () => roughTokensOfSize(size) <= budgetTokens;
   const out: SummarySections = { ...sections };
   // Most valuable first: a deferred section is listed when the body without it and those below it fits.
@@ -49,14 +50,14 @@ export function fitBudget(sections: SummarySections, budgetTokens: number, defer
     if (!list) continue;
     room &&= fits();
     out[key] = room ? list() : [];
-    addItems(size, key, out[key], 1);
+    addItems(size, key, out[key]);
   }
   for (const key of TRIM_ORDER) {
     if (fits()) break;
     const list = out[key];
     let dropped = 0;
     while (!fits() && dropped < list.length) {
-      addItems(size, key, [list[key === 'critical' ? list.length - 1 - dropped : dropped] as string], -1);
+      addLine(size, key, list[key === 'critical' ? list.length - 1 - dropped : dropped] as string, -1);
       dropped += 1;
     }
     out[key] = key === 'critical' ? list.slice(0, list.length - dropped) : list.slice(dropped);
