@@ -1,11 +1,12 @@
 // Store activities of the conversation workflow (DESIGN.md §3–§4): open or resume the conversation from its record,
-// publish the workflow's state (applied batches, status snapshot) where the gateway reads it, resolve the tenant's
-// effective policy, count a tenant's recent automatic compactions (SPEC §19 breaker) and the one-time notices.
+// publish the workflow's state (applied batches, status snapshot) where the gateway reads it, open a notification
+// before a background compaction settles, resolve the tenant's effective policy, count a tenant's recent automatic
+// compactions (SPEC §19 breaker) and the one-time notices.
 // Messages never pass through here: the gateway commits them.
 import { ApplicationFailure } from '@temporalio/activity';
 import { type Kysely, sql } from 'kysely';
 import type { ConversationStatus } from '../contracts/conversation.js';
-import type { QuietFold, QuietRules } from '../contracts/conversationLog.js';
+import type { NotificationFold, QuietFold, QuietRules } from '../contracts/conversationLog.js';
 import { FailureType } from '../contracts/failures.js';
 import {
   type CacheTtl,
@@ -18,6 +19,7 @@ import {
 } from '../engine/index.js';
 import { resolveTenantCompressionConfig, resolveTenantHostPolicy } from '../infra/config/tenantPolicy.js';
 import { createConversation, type LogTotals, recordApplied, totalsOf } from '../infra/db/conversations.js';
+import { openNotification } from '../infra/db/quietBatches.js';
 import type { Database } from '../infra/db/schema.js';
 import { withTenant } from '../infra/db/tenant.js';
 import { claimTenantMarker, getTenantPolicy } from '../infra/db/tenants.js';
@@ -136,6 +138,15 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
         quietRules: input.quietRules ?? null,
         policyVersion: input.policyVersion,
       });
+    },
+
+    /**
+     * Before a background compaction's outcome is applied: a new notification epoch (the rules published while it
+     * ran are void until the workflow publishes again) and the quiet batches committed meanwhile, which the workflow
+     * applies first (engine/quietBatches.ts `foldsAtSettle`). Content-free, like every notification.
+     */
+    async openNotification(input: { tenantId: string; conversationId: string }): Promise<NotificationFold> {
+      return (await openNotification(db, input.tenantId, input.conversationId)).notification;
     },
 
     async loadTenantConfig(input: { tenantId: string }): Promise<TenantConfig> {

@@ -5,6 +5,7 @@
 // (issue #9 §2).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
+import type { CacheRecovery } from '../contracts/conversation.js';
 import { FailureType } from '../contracts/failures.js';
 import { type CacheTtl, prepareContext } from '../engine/index.js';
 import { updateCompaction } from '../infra/db/compactions.js';
@@ -212,13 +213,20 @@ export function createTurnRunner(deps: RespondDeps) {
     return 'stored' in start ? start.stored : null;
   }
 
-  return { startingPoint, call, store, storedTurn };
+  /** Cache economics of a compaction, measured on the turns after it (issue: LLM providers §4). Idempotent. */
+  async function recordCacheRecovery(tenantId: string, recovery: CacheRecovery): Promise<void> {
+    await updateCompaction(db, tenantId, recovery.compactionId, {
+      cache_rewrite_tokens: recovery.rewriteTokens,
+      cache_recovery_turns: recovery.recoveryTurns,
+    });
+  }
+
+  return { startingPoint, call, store, storedTurn, recordCacheRecovery };
 }
 
 export type TurnRunner = ReturnType<typeof createTurnRunner>;
 
 export function createRespondActivities(deps: RespondDeps) {
-  const { db } = deps;
   const turns = createTurnRunner(deps);
 
   return {
@@ -234,16 +242,9 @@ export function createRespondActivities(deps: RespondDeps) {
     },
 
     /** Cache economics of a compaction, measured on the turns after it (issue: LLM providers §4). */
-    async recordCacheRecovery(input: {
-      tenantId: string;
-      compactionId: string;
-      rewriteTokens: number;
-      recoveryTurns: number;
-    }): Promise<void> {
-      await updateCompaction(db, input.tenantId, input.compactionId, {
-        cache_rewrite_tokens: input.rewriteTokens,
-        cache_recovery_turns: input.recoveryTurns,
-      });
+    async recordCacheRecovery(input: { tenantId: string } & CacheRecovery): Promise<void> {
+      const { tenantId, ...recovery } = input;
+      await turns.recordCacheRecovery(tenantId, recovery);
     },
   };
 }

@@ -115,7 +115,14 @@ export interface CacheTelemetry {
   /** The compaction whose cache recovery is being measured, with what was seen so far. */
   watching: { compactionId: string; turnsSince: number; rewriteTokens: number | null } | null;
   /** The last measured compaction: tokens re-written by the first request after it, turns until reads recovered. */
-  lastRecovery: { compactionId: string; rewriteTokens: number; recoveryTurns: number } | null;
+  lastRecovery: CacheRecovery | null;
+}
+
+/** A finished cache-recovery measurement of a compaction (also on its record). */
+export interface CacheRecovery {
+  compactionId: string;
+  rewriteTokens: number;
+  recoveryTurns: number;
 }
 
 export interface ConversationStatus {

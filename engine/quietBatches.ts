@@ -34,8 +34,9 @@ export interface QuietRules {
   readingBaseTokens: number;
   /**
    * A chat turn may run in the gateway, its batches judged by these rules (absent in rules published before such
-   * turns existed: no). False while the cache recovery after a compaction is measured (every turn counts there, in
-   * order) and when automatic compaction blocks (SPEC §19 `background: false`: a turn's reply waits for it).
+   * turns existed: no). False when automatic compaction blocks (SPEC §19 `background: false`: a turn's reply waits
+   * for it) and while a compaction runs unless the workflow folds at its settlement (`foldsAtSettle`). A cache
+   * recovery being measured needs the folded turns in order: QuietTurns keeps what it needs of them.
    */
   turnsQuiet?: boolean;
   /**
@@ -44,17 +45,42 @@ export interface QuietRules {
    * the in-loop checks at most start a background compaction (absent in older rules: no).
    */
   gatewayTurns?: boolean;
-  /** Published while a background compaction runs: no batch is quiet (absent in older rules, then null meant it). */
+  /**
+   * Published while a background compaction runs. Alone: no batch is quiet (absent in older rules, then null meant
+   * it). With `foldsAtSettle`: batches may be quiet as at any other time.
+   */
   compacting?: boolean;
+  /**
+   * With `compacting`: the workflow applies the quiet batches committed while the compaction runs before it applies
+   * the compaction's outcome (ConversationEntity, patch `fold-at-settle`), so they are applied in the order they
+   * were committed. The in-loop checks start nothing while one runs; hygiene, a reading at or over the threshold
+   * (it may be a verdict), a guard trip and a pause lift still make a batch loud (absent in older rules: no).
+   */
+  foldsAtSettle?: boolean;
 }
 
-/** The chat turns of quiet batches (their replies' usage): counted and summed for the status telemetry. */
+/**
+ * The chat turns of quiet batches (their replies' usage): counted and summed for the status telemetry, with what a
+ * cache-recovery measurement after a compaction needs of them in order (workflows/conversation/cacheTelemetry.ts).
+ */
 export interface QuietTurns {
   turns: number;
   cacheReadTokens: number;
   cacheWriteTokens: number;
   uncachedInputTokens: number;
   lastTurn: TurnUsage;
+  /** The first turn's cache writes (a measurement's rewrite, when it is the first turn after the compaction). */
+  firstCacheWrite?: number;
+  /** 1-based: the first of these turns whose cache reads recovered (cacheRecovered); absent: none did. */
+  recoveredAt?: number;
+}
+
+/** A turn whose cache reads cover at least this share of its prompt counts as "cache recovered" after a compaction. */
+export const CACHE_RECOVERED_SHARE = 0.5;
+
+/** Whether a turn's cache reads reached CACHE_RECOVERED_SHARE of its prompt. */
+export function cacheRecovered(usage: TurnUsage): boolean {
+  return usage.prompt_tokens > 0 && usage.cache_read_tokens >= CACHE_RECOVERED_SHARE * usage.prompt_tokens;
 }
 
 /** The summed effect of the quiet batches since the last notification (StoredBatch fields only, no content). */
@@ -96,7 +122,10 @@ export interface QuietBatchView {
 const positive = (value: unknown): number | null =>
   typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null;
 
-/** The rules for the workflow's current state (while a compaction runs, every batch must be notified). */
+/**
+ * The rules for the workflow's current state. While a compaction runs, every batch must be notified unless the
+ * workflow applies the fold before it settles the compaction (`foldsAtSettle`).
+ */
 export function quietRulesOf(input: {
   epoch: number;
   enabled: boolean;
@@ -106,13 +135,16 @@ export function quietRulesOf(input: {
   compressor: CompressorState;
   readingBaseTokens: number;
   compacting: boolean;
+  foldsAtSettle: boolean;
   pausedAtFixedPoint: boolean;
   turnsQuiet: boolean;
   gatewayTurns: boolean;
 }): QuietRules {
   const s = input.compressor;
+  const folds = input.compacting && input.foldsAtSettle;
   return {
     ...(input.compacting ? { compacting: true } : {}),
+    ...(folds ? { foldsAtSettle: true } : {}),
     epoch: input.epoch,
     enabled: input.enabled,
     contextLength: input.contextLength,
@@ -122,7 +154,7 @@ export function quietRulesOf(input: {
     usersQuiet: !input.pausedAtFixedPoint,
     lastPromptTokens: s.lastPromptTokens,
     readingBaseTokens: input.readingBaseTokens,
-    turnsQuiet: input.turnsQuiet && !input.compacting,
+    turnsQuiet: input.turnsQuiet && (!input.compacting || folds),
     gatewayTurns: input.gatewayTurns,
   };
 }
@@ -148,7 +180,8 @@ export function isQuiet(
   options: { turnFollows?: boolean } = {},
 ): boolean {
   const turnFollows = options.turnFollows === true;
-  if (rules.compacting === true) return false;
+  const compacting = rules.compacting === true;
+  if (compacting && rules.foldsAtSettle !== true) return false;
   if ((turnFollows || batch.turn) && rules.turnsQuiet !== true) return false;
   if (batch.users > 0 && !rules.usersQuiet) return false;
   const after = readingAfter(rules, fold);
@@ -173,8 +206,9 @@ export function isQuiet(
       })
     : null;
   if (hygiene?.run) return false;
-  // With a reading the workflow runs no preflight check (the reading is the newest measure, SPEC §7.6).
-  if (batch.usage) return true;
+  // With a reading the workflow runs no preflight check (the reading is the newest measure, SPEC §7.6); while a
+  // background compaction runs, none starts another (ConversationEntity.maybeCompact).
+  if (batch.usage || compacting) return true;
   const context = lastPromptTokens > 0 ? lastPromptTokens + Math.max(0, batch.activeTokens - base) : batch.activeTokens;
   return context < rules.thresholdTokens;
 }
@@ -201,13 +235,17 @@ export function foldQuiet(fold: QuietFold | null, batch: QuietBatchView): QuietF
 
 function foldTurns(before: QuietTurns | undefined, turn: TurnUsage | undefined): { turns?: QuietTurns } {
   if (!turn) return before ? { turns: before } : {};
+  const turns = (before?.turns ?? 0) + 1;
+  const recoveredAt = before?.recoveredAt ?? (cacheRecovered(turn) ? turns : undefined);
   return {
     turns: {
-      turns: (before?.turns ?? 0) + 1,
+      turns,
       cacheReadTokens: (before?.cacheReadTokens ?? 0) + turn.cache_read_tokens,
       cacheWriteTokens: (before?.cacheWriteTokens ?? 0) + turn.cache_write_tokens,
       uncachedInputTokens: (before?.uncachedInputTokens ?? 0) + turn.uncached_input_tokens,
       lastTurn: turn,
+      firstCacheWrite: before ? (before.firstCacheWrite ?? 0) : turn.cache_write_tokens,
+      ...(recoveredAt === undefined ? {} : { recoveredAt }),
     },
   };
 }

@@ -1,18 +1,19 @@
 // Chat backend mode in the gateway (issue #11 §2: Temporal only where it decides something). Turns of one
 // conversation run one at a time, in arrival order (TurnQueue, as the workflow's queue runs them). A turn runs here
 // when the workflow's published rules (engine/quietBatches.ts) say its user batch decides nothing — chat turns
-// included: no compaction's cache recovery measured, background compaction on — or that whatever the workflow
-// decides on it cannot change what the model is sent (no hygiene can run; e.g. a background compaction is running):
-// that batch is then notified first. The transcript read with the batch, under the same lock, is what the model
-// gets; the reply is stored with its turn record in one transaction and its batch judged by the same rules: quiet
-// (folded, with the turn's usage for the status) or notified (the workflow runs the post-response check, e.g.
-// starts a background compaction, and accounts the turn). Such a turn costs no workflow task of its own. Any other
-// turn is the workflow's (the chat-turn update), and so is one whose model call failed transiently here (its
-// durable retries); a permanent failure answers at once, as it would there.
+// included: background compaction on — or that whatever the workflow decides on it cannot change what the model is
+// sent (no hygiene can run): that batch is then notified first. The transcript read with the batch, under the same
+// lock, is what the model gets; the reply is stored with its turn record in one transaction and its batch judged by
+// the same rules: quiet (folded, with the turn's usage for the status; a cache recovery it completes is written to
+// the compaction's record at once) or notified (the workflow runs the post-response check, e.g. starts a background
+// compaction, and accounts the turn). Such a turn costs no workflow task of its own. Any other turn is the
+// workflow's (the chat-turn update), and so is one whose model call failed transiently here (its durable retries);
+// a permanent failure answers at once, as it would there.
 import type { Kysely } from 'kysely';
 import type { TurnCall, TurnRunner } from '../../activities/respond.js';
 import type { ConversationClient } from '../../clients/conversationClient.js';
 import type {
+  CacheRecovery,
   ChatTurnRequest,
   IncomingMessage,
   SubmitMessages,
@@ -22,7 +23,7 @@ import type {
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import type { ChatMessage } from '../../engine/index.js';
-import { rulesJudgeTurn } from '../../engine/index.js';
+import { foldQuiet, rulesJudgeTurn } from '../../engine/index.js';
 import { getConversationAndRow, waitApplied } from '../../infra/db/conversations.js';
 import { toStoredMessage } from '../../infra/db/messageRows.js';
 import type { StoredMessage } from '../../infra/db/messages.js';
@@ -32,6 +33,7 @@ import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import { type TurnRecord, turnUsage } from '../../infra/db/turns.js';
 import { isTransientFailure } from '../../infra/llm/errors.js';
 import type { ChatTool } from '../../infra/llm/types.js';
+import { recoveryCompletedBy } from '../../workflows/conversation/cacheTelemetry.js';
 import type { AppendDecided, AppendDecideOptions } from './batchAppend.js';
 import { ChatUnavailableError, HttpError, InvalidRequestError } from './errors.js';
 import { statusOf, storedBatchOf, turnIdOf } from './logView.js';
@@ -265,6 +267,7 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
   }
   let reply: StoredBatch | undefined;
   let decision: NotifyDecision = { notify: false };
+  let recovery: CacheRecovery | null = null;
   const stored = await runner.store(input, call, (result, locked) => {
     const { usage } = call.result;
     reply = {
@@ -281,6 +284,11 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
     };
     const decided = decideNotification(locked, reply);
     decision = decided.decision;
+    // A quiet reply that completes the cache-recovery measurement the workflow published: on the compaction's
+    // record now (the workflow records the same when the fold reaches it, perhaps much later).
+    recovery = decided.decision.notify
+      ? null
+      : recoveryCompletedBy(locked.state?.cache, locked.quiet_fold, foldQuiet(locked.quiet_fold, reply));
     return decided.set;
   });
   const outcome = stored ? stored.result : await runner.storedTurn(input);
@@ -289,6 +297,8 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
   if (reply && notifying.notify) {
     await notify(notifying.notification ? { ...reply, notification: notifying.notification } : reply);
   }
+  const completed = recovery as CacheRecovery | null;
+  if (stored && completed) await runner.recordCacheRecovery(turn.tenantId, completed);
   const result: TurnOutcome = {
     turnId: turn.turnId,
     replyMessageId: outcome.messageId,

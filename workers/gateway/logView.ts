@@ -7,6 +7,7 @@ import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { isRealUserMessage, quietReading } from '../../engine/index.js';
 import type { AppendResult } from '../../infra/db/conversationAppend.js';
 import type { ConversationRow } from '../../infra/db/schema.js';
+import { accountFoldedTurns } from '../../workflows/conversation/cacheTelemetry.js';
 import { startingStatus } from '../../workflows/conversation/state.js';
 
 /** The status as the gateway reports it: the workflow's published snapshot and the log's own counters. */
@@ -80,18 +81,12 @@ function quietOverlay(row: ConversationRow, base: ConversationStatus): Partial<C
   const pending = unpublished ? fold.batches : 0;
   // Chat turns the gateway ran count in the cache telemetry as the workflow will count them (quiet.ts).
   const turns = unpublished ? fold.turns : undefined;
-  const cache = turns
-    ? {
-        cache: {
-          ...base.cache,
-          turns: base.cache.turns + turns.turns,
-          cacheReadTokens: base.cache.cacheReadTokens + turns.cacheReadTokens,
-          cacheWriteTokens: base.cache.cacheWriteTokens + turns.cacheWriteTokens,
-          uncachedInputTokens: base.cache.uncachedInputTokens + turns.uncachedInputTokens,
-          lastTurn: turns.lastTurn,
-        },
-      }
-    : {};
+  let cache: Partial<ConversationStatus> = {};
+  if (turns) {
+    const counted = structuredClone(base.cache);
+    accountFoldedTurns(counted, turns);
+    cache = { cache: counted };
+  }
   return {
     ...cache,
     contextLength: rules.contextLength,

@@ -12,7 +12,14 @@ const UNAWAITED_START_PATCH = 'background-start-unawaited';
 export class BackgroundCompactions {
   private running: { info: BackgroundCompaction; outcome: CompactionOutcome | null } | null = null;
 
-  constructor(private readonly conversation: CompactingConversation) {}
+  /**
+   * `beforeSettle`: runs before a finished compaction's outcome is applied (the conversation applies the quiet
+   * batches committed while it ran, ConversationEntity).
+   */
+  constructor(
+    private readonly conversation: CompactingConversation,
+    private readonly beforeSettle: () => Promise<void>,
+  ) {}
 
   /** The running compaction, for the status; null when none runs. */
   get info(): BackgroundCompaction | null {
@@ -54,12 +61,14 @@ export class BackgroundCompactions {
     });
   }
 
-  /** Applies the finished compaction's outcome; null when none has finished. */
-  settle(): CompactionResult | null {
+  /** Applies the finished compaction's outcome (after `beforeSettle`); null when none has finished. */
+  async settle(): Promise<CompactionResult | null> {
     const running = this.running;
-    if (!running?.outcome) return null;
+    const outcome = running?.outcome;
+    if (!running || !outcome) return null;
+    await this.beforeSettle();
     this.running = null;
-    return settleCompaction(this.conversation, running.info, running.outcome, { background: true });
+    return settleCompaction(this.conversation, running.info, outcome, { background: true });
   }
 
   /** Waits for the running compaction, if any, and applies its outcome. */

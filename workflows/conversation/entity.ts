@@ -7,6 +7,7 @@ import type { ConversationActivities } from '../../activities/conversation.js';
 import type { RespondActivities } from '../../activities/respond.js';
 import type { CompactionTimeouts, CompactionTrigger } from '../../contracts/compaction.js';
 import type {
+  CacheRecovery,
   ChatTurnRequest,
   CompactionResult,
   ConversationStatus,
@@ -52,6 +53,11 @@ const LOCAL_RESPOND_PATCH = 'local-respond';
 const MAX_NOTICES = 20;
 /** Patch id of background compaction (issue #11 §4): workflows that started before it keep blocking. */
 const BACKGROUND_COMPACTION_PATCH = 'background-compaction';
+/**
+ * Patch id: batches committed while a background compaction runs may be quiet; the workflow applies their fold
+ * before the outcome (histories recorded before it published rules under which every such batch was notified).
+ */
+const FOLD_AT_SETTLE_PATCH = 'fold-at-settle';
 
 const neverSummarize = async (): Promise<string> => {
   throw new Error('the summarizer runs in the summarize activity, never in workflow code');
@@ -62,7 +68,7 @@ type AutoTrigger = Extract<CompactionTrigger, 'preflight' | 'post_response' | 'h
 export class ConversationEntity {
   engine: ContextCompressor;
   /** The automatic compaction running in the background (SPEC §19 `background`). */
-  readonly background = new BackgroundCompactions(this);
+  readonly background = new BackgroundCompactions(this, () => this.foldBeforeSettle());
 
   constructor(
     readonly ids: { tenantId: string; conversationId: string; source: string },
@@ -125,7 +131,7 @@ export class ConversationEntity {
         appliedSeq: this.state.batches.appliedSeq,
         policyVersion,
         status: this.status(),
-        quietRules: quietRulesFor(this.state, this.engine, this.background.active),
+        quietRules: quietRulesFor(this.state, this.engine, this.compactingRules()),
       });
     await this.safely('publishing the status', async () => {
       if ((await record(this.state.policyVersion)).recorded) return;
@@ -136,6 +142,24 @@ export class ConversationEntity {
       // Published with the new policy; a policy changed again meanwhile is taken over at the next publication.
       await record(null);
     });
+  }
+
+  /** How the rules treat a running background compaction (engine/quietBatches.ts `foldsAtSettle`). */
+  private compactingRules(): { compacting: boolean; foldsAtSettle: boolean } {
+    const compacting = this.background.active;
+    return { compacting, foldsAtSettle: compacting && patched(FOLD_AT_SETTLE_PATCH) };
+  }
+
+  /**
+   * Before a background compaction's outcome: a new notification epoch (the rules published while it ran are void)
+   * and the quiet batches committed meanwhile, applied first — they came before the outcome, as each would have
+   * been applied had it been notified (activities/conversation.ts openNotification).
+   */
+  private async foldBeforeSettle(): Promise<void> {
+    if (!patched(FOLD_AT_SETTLE_PATCH)) return;
+    const ids = { tenantId: this.ids.tenantId, conversationId: this.ids.conversationId };
+    const notification = await this.safely('reading the quiet batches', () => localStore.openNotification(ids));
+    if (notification) await this.applyNotification(notification);
   }
 
   /**
@@ -241,7 +265,7 @@ export class ConversationEntity {
    */
   async apply(batch: StoredBatch, options: { turnFollows?: boolean } = {}): Promise<CompactionResult | null> {
     const { state } = this;
-    this.applyNotification(batch.notification);
+    await this.applyNotification(batch.notification);
     absorbTotals(state, batch);
     if (batch.freshAssistant) state.autoSinceModelCall = false;
     if (batch.users > 0) {
@@ -266,8 +290,9 @@ export class ConversationEntity {
   }
 
   /** The quiet batches a notification carries (quiet.ts), applied before what it brings. */
-  applyNotification(notification: NotificationFold | undefined): void {
-    applyNotificationFold(this.state, this.engine, notification);
+  async applyNotification(notification: NotificationFold | undefined): Promise<void> {
+    const recovery = applyNotificationFold(this.state, this.engine, notification);
+    if (recovery) await this.recordRecovery(recovery);
   }
 
   /** Post-response (§7.6): record the reading; at most one automatic compaction before the next call. */
@@ -314,10 +339,13 @@ export class ConversationEntity {
   private async countTurn(usage: TurnResult['usage'], afterCompaction = true): Promise<void> {
     this.state.turnSeq += 1;
     const recovery = accountCacheUsage(this.state.cache, usage, { watched: afterCompaction });
-    if (recovery) {
-      await this.safely('recording cache recovery', () =>
-        model.recordCacheRecovery({ tenantId: this.ids.tenantId, ...recovery }),
-      );
-    }
+    if (recovery) await this.recordRecovery(recovery);
+  }
+
+  /** A finished cache-recovery measurement, on its compaction's record. */
+  private async recordRecovery(recovery: CacheRecovery): Promise<void> {
+    await this.safely('recording cache recovery', () =>
+      model.recordCacheRecovery({ tenantId: this.ids.tenantId, ...recovery }),
+    );
   }
 }

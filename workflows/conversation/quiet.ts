@@ -1,6 +1,7 @@
 // Quiet batches on the workflow's side (engine/quietBatches.ts, issue #11 §2): the rules it publishes for its
 // current state, and how the fold of the quiet batches a notification carries changes that state. Pure and
 // deterministic (no Temporal API), so the property test runs the same code as the workflow.
+import type { CacheRecovery } from '../../contracts/conversation.js';
 import type { NotificationFold, QuietRules } from '../../contracts/conversationLog.js';
 import {
   type CompressionConfig,
@@ -8,10 +9,18 @@ import {
   normalizeCompressorState,
   quietRulesOf,
 } from '../../engine/index.js';
+import { accountFoldedTurns } from './cacheTelemetry.js';
 import { absorbTotals, type CarriedState, markRangeApplied } from './state.js';
 
-/** The rules the gateway judges the next batches by (while a compaction runs: none is quiet). */
-export function quietRulesFor(state: CarriedState, engine: ContextCompressor, compacting: boolean): QuietRules {
+/**
+ * The rules the gateway judges the next batches by. `compacting`: a background compaction runs; `foldsAtSettle`:
+ * the workflow applies the fold before its outcome (then batches may stay quiet meanwhile; else none is).
+ */
+export function quietRulesFor(
+  state: CarriedState,
+  engine: ContextCompressor,
+  compacting: { compacting: boolean; foldsAtSettle: boolean },
+): QuietRules {
   return quietRulesOf({
     epoch: state.notifyEpoch ?? 0,
     enabled: state.config.enabled,
@@ -20,9 +29,10 @@ export function quietRulesFor(state: CarriedState, engine: ContextCompressor, co
     hardMessageLimit: state.config.hygieneHardMessageLimit,
     compressor: engine.exportState(),
     readingBaseTokens: state.readingBaseTokens,
-    compacting,
+    compacting: compacting.compacting,
+    foldsAtSettle: compacting.foldsAtSettle,
     pausedAtFixedPoint: state.autoPaused === 'fixed_point',
-    turnsQuiet: state.host.background && state.cache.watching === null,
+    turnsQuiet: state.host.background,
     gatewayTurns: state.host.background,
   });
 }
@@ -53,6 +63,7 @@ export function startingQuietRules(
     compressor: normalizeCompressorState({}),
     readingBaseTokens: 0,
     compacting: false,
+    foldsAtSettle: false,
     pausedAtFixedPoint: false,
     // The tenant's host policy (`background`) is unknown here: turns wait for the workflow's first publication.
     turnsQuiet: false,
@@ -63,17 +74,18 @@ export function startingQuietRules(
 /**
  * The quiet batches committed since the previous notification, applied before what the notification brings: their
  * totals, flags and merged usage reading, as each batch would have been applied (none of them could decide).
+ * Returns the cache recovery their turns completed, for the caller to record on its compaction.
  */
 export function applyNotificationFold(
   state: CarriedState,
   engine: ContextCompressor,
   notification: NotificationFold | undefined,
-): void {
-  if (!notification) return;
+): CacheRecovery | null {
+  if (!notification) return null;
   state.notifyEpoch = Math.max(state.notifyEpoch ?? 0, notification.epoch);
   const quiet = notification.quiet;
   // A fold is carried again by every notification until a publication covers it: applied once.
-  if (!quiet || quiet.toSeq <= state.batches.appliedSeq) return;
+  if (!quiet || quiet.toSeq <= state.batches.appliedSeq) return null;
   absorbTotals(state, quiet);
   if (quiet.freshAssistant) state.autoSinceModelCall = false;
   if (quiet.users > 0) {
@@ -85,16 +97,14 @@ export function applyNotificationFold(
     engine.updateFromResponse(quiet.usage);
     state.autoSinceModelCall = false;
   }
+  let recovery: CacheRecovery | null = null;
   if (quiet.turns) {
-    // Chat turns the gateway ran (their replies were quiet): the counts the status shows (cacheTelemetry.ts).
-    const { cache } = state;
+    // Chat turns the gateway ran (their replies were quiet): the counts the status shows, and the cache recovery
+    // being measured, as each turn would have been counted in order (cacheTelemetry.ts).
     state.turnSeq += quiet.turns.turns;
-    cache.turns += quiet.turns.turns;
-    cache.cacheReadTokens += quiet.turns.cacheReadTokens;
-    cache.cacheWriteTokens += quiet.turns.cacheWriteTokens;
-    cache.uncachedInputTokens += quiet.turns.uncachedInputTokens;
-    cache.lastTurn = quiet.turns.lastTurn;
+    recovery = accountFoldedTurns(state.cache, quiet.turns);
   }
   state.processedBatches += quiet.batches;
   markRangeApplied(state.batches, quiet.fromSeq, quiet.toSeq);
+  return recovery;
 }

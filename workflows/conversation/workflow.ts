@@ -127,7 +127,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     { timeouts, pendingItems: () => queue.length },
   );
   // Quiet batches committed before the workflow opened (the gateway applied them with the starting rules).
-  if (opened?.notification) entity.applyNotification(opened.notification);
+  if (opened?.notification) await entity.applyNotification(opened.notification);
   for (const text of earlyNotices.splice(0)) entity.notice(text);
   if (fresh) await autoraiseNotice(entity);
   await entity.publish();
@@ -143,7 +143,7 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     );
     if (entity.background.finished) {
       // A background compaction finished (SPEC §19 `background`): its outcome is applied before the next item.
-      entity.background.settle();
+      await entity.background.settle();
       await entity.publish();
       continue;
     }
@@ -201,14 +201,14 @@ async function run(entity: ConversationEntity, item: QueueItem): Promise<void> {
       return;
     }
     case 'compact': {
-      entity.applyNotification(item.request.notification);
+      await entity.applyNotification(item.request.notification);
       const result = await entity.compact('manual', { force: true, focusTopic: item.request.focusTopic ?? null });
       await entity.publish();
       item.done.resolve(result);
       return;
     }
     case 'switchModel': {
-      entity.applyNotification(item.request.notification);
+      await entity.applyNotification(item.request.notification);
       const status = await switchModel(entity, item.request);
       await entity.publish();
       item.done.resolve(status);

@@ -12,7 +12,7 @@ import { reply, serverError, unauthorized } from '../../support/fakes/script.js'
 import { activityRuns, settledHistory } from '../../support/harness/activityRuns.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { createTestStack, type TestStack, workerProcessFor } from '../../support/harness/temporal.js';
-import { activeTranscript, agentTranscript, batch, keyed, newTenant } from '../workflows/transcript.js';
+import { activeTranscript, agentTranscript, batch, compactionsOf, keyed, newTenant } from '../workflows/transcript.js';
 
 let testDb: TestDatabase;
 let stack: TestStack;
@@ -193,7 +193,52 @@ describe('a quiet chat turn runs in the gateway (issue #11 §2)', () => {
     expect(last.slice(2).every((content) => content?.startsWith('Write a structured handoff summary'))).toBe(true);
   });
 
-  it('while a background compaction runs: in the gateway too, its batches notified, the workflow counting them', async () => {
+  it('after a background compaction, quiet turns measure the cache recovery: on its record at once', async () => {
+    const { t, conv, history } = await published();
+    await stack.client.submit(t, conv, batch(agentTranscript(8).slice(1)));
+    openai.enqueue(reply('that was long', usage(160_000)));
+    openai.enqueue(reply('## Goal\nAnswer.\n## Progress\n### Done\n- read the modules'));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'long?' }], 'r1') });
+    const settled = await stack.client.settled(t, conv);
+    expect(settled.compressionCount).toBe(1);
+    const compactionId = settled.lastCompaction?.compactionId as string;
+    expect(settled.cache.watching).toMatchObject({ compactionId, turnsSince: 0, rewriteTokens: null });
+    const before = await history();
+    // The first turn after it re-writes the prefix (reads 25 %), the second reads 93 %: recovered after 2 turns.
+    const cached = (prompt: number, read: number, write: number) => ({
+      usage: {
+        prompt_tokens: prompt,
+        completion_tokens: 5,
+        total_tokens: prompt + 5,
+        prompt_tokens_details: { cached_tokens: read, cache_write_tokens: write },
+      },
+    });
+    openai.enqueue(
+      reply('not yet', cached(4_000, 1_000, 2_800)),
+      reply('recovered', cached(4_200, 3_900, 100)),
+      reply('and after', cached(4_300, 4_000, 50)),
+    );
+    for (const [i, content] of ['a?', 'b?', 'c?'].entries()) {
+      await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content }], `r${i + 2}`) });
+    }
+    // Quiet turns: the workflow took no task for them, yet the measurement is complete, on the compaction's record
+    // and in the status, as the workflow will count it when the fold reaches it.
+    expect(await history()).toBe(before);
+    const recovery = { compactionId, rewriteTokens: 2_800, recoveryTurns: 2 };
+    const [record] = (await compactionsOf(testDb.db, t)).filter((c) => c.id === compactionId);
+    expect(record).toMatchObject({ cache_rewrite_tokens: 2_800, cache_recovery_turns: 2 });
+    const status = await stack.client.status(t, conv);
+    expect(status.cache).toMatchObject({ watching: null, lastRecovery: recovery, turns: settled.cache.turns + 3 });
+    // The next notification (a reply over the threshold) carries the fold: the workflow's own count agrees.
+    openai.enqueue(reply('over', usage(160_000)));
+    openai.enqueue(reply('## Goal\nAnswer.\n## Progress\n### Done\n- again'));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'd?' }], 'r5') });
+    const after = await stack.client.settled(t, conv);
+    expect(after.cache.lastRecovery).toEqual(recovery);
+    expect(after.cache.turns).toBe(settled.cache.turns + 4);
+  });
+
+  it('while a background compaction runs: in the gateway too, quiet, the workflow counting them when it settles', async () => {
     const { t, conv } = await published();
     await stack.client.submit(t, conv, batch(agentTranscript(8).slice(1)));
     const handle = stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv));
@@ -225,24 +270,26 @@ describe('a quiet chat turn runs in the gateway (issue #11 §2)', () => {
     expect(settled.compressionCount).toBe(1);
     expect(settled.cache.turns).toBe(4);
     expect(settled.appliedSeq).toBe(settled.batchSeq);
-    // The turns ran here: the workflow's history holds the first turn's model call only, and the notifications of
-    // the turns' batches (no update for them).
+    // The turns ran here: the workflow's history holds the first turn's model call only (no update for the
+    // others). Of their batches only the crossing reply was notified; the turns' batches while the compaction ran
+    // were quiet, their fold applied by the workflow before the compaction's outcome (one openNotification).
     const events = (await settledHistory(handle)).events ?? [];
-    expect(activityRuns({ events }).respond).toBe(1);
+    const runs = activityRuns({ events });
+    expect(runs.respond).toBe(1);
+    expect(runs.openNotification).toBe(1);
     const updates = events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
     expect(updates).toHaveLength(1);
     const notified = events
       .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'batchStored')
       .map((e) => {
         const payload = e.workflowExecutionSignaledEventAttributes?.input?.payloads?.[0];
-        return JSON.parse(Buffer.from(payload?.data ?? []).toString()) as { turnFollows?: boolean; turn?: unknown };
+        return JSON.parse(Buffer.from(payload?.data ?? []).toString()) as {
+          turnFollows?: boolean;
+          turn?: { prompt_tokens: number };
+        };
       });
-    // Each turn during the compaction: its user batch notified (the preflight check follows), then its reply.
-    expect(notified.filter((batch) => batch.turnFollows)).toHaveLength(2);
-    // The model call does not wait for the user batch's signal, the reply's notification does: in that order.
-    const order = notified.filter((b) => b.turnFollows || b.turn).map((b) => (b.turnFollows ? 'user' : 'reply'));
-    expect(order.slice(-4)).toEqual(['user', 'reply', 'user', 'reply']);
-    expect(notified.filter((batch) => batch.turn).length).toBeGreaterThanOrEqual(3);
+    const turnBatches = notified.filter((batch) => batch.turnFollows || batch.turn);
+    expect(turnBatches.map((batch) => batch.turn?.prompt_tokens)).toEqual([160_000]);
     // Every message in order after the summary.
     const roles = await liveRoles(t, conv);
     expect(roles.slice(-4)).toEqual(['user', 'assistant', 'user', 'assistant']);

@@ -293,8 +293,8 @@ describe('agent turn (chat backend mode)', () => {
       }),
     );
     await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'next?' }]) });
-    // While the recovery is measured, turns run in the gateway with their replies notified: the workflow accounts
-    // each in order; a read that waits for it (sync) shows it.
+    // While the recovery is measured, turns run in the gateway; each is counted in order, whether its reply is
+    // notified or folded (then the gateway writes a recovery it completes): the status shows it.
     const status1 = await stack.client.sync(t, conv);
     expect(status1.cache.watching).toEqual({
       compactionId: compaction.compactionId,

@@ -77,17 +77,23 @@ describe('quiet batches', () => {
     expect(decided.lastCompaction).toMatchObject({ trigger: 'post_response', status: 'committed' });
     expect(decided.compressionCount).toBe(1);
 
-    // The commit voided the rules: the next batch is notified (it carries the new epoch; its reading is the
-    // verdict on the compaction), and the one after it is quiet again.
+    // The commit voided the rules, and the background compaction's settlement opened a new epoch and published
+    // rules for it: the next batch is quiet (its reading, the verdict on the compaction, is below the threshold),
+    // and so is the one after it. The next notification carries both.
     await stack.client.submit(t, conv, exchange(11, 4_000));
-    const verdict = await stack.client.sync(t, conv);
-    expect((await historyCounts(t, conv)).signals).toBe(after.signals + 1);
-    expect(verdict.ineffectiveStrikes).toBe(0);
     await stack.client.submit(t, conv, exchange(12, 4_100));
+    expect((await historyCounts(t, conv)).signals).toBe(after.signals);
+    const quietAfter = await stack.client.status(t, conv);
+    expect(quietAfter.appliedSeq).toBe(quietAfter.batchSeq);
+    expect(quietAfter.processedBatches).toBe(opened.processedBatches + 13);
+    expect(quietAfter.lastPromptTokens).toBe(4_100);
+    await stack.client.submit(t, conv, exchange(13, quietAfter.thresholdTokens + 500));
+    const settled = await stack.client.settled(t, conv);
     expect((await historyCounts(t, conv)).signals).toBe(after.signals + 1);
-    const settled = await stack.client.status(t, conv);
-    expect(settled.appliedSeq).toBe(settled.batchSeq);
-    expect(settled.processedBatches).toBe(opened.processedBatches + 13);
+    expect(settled.processedBatches).toBe(opened.processedBatches + 14);
+    // 4,000 was the verdict (below the threshold: no strike); the crossing reading compacts again.
+    expect(settled.ineffectiveStrikes).toBe(0);
+    expect(settled.compressionCount).toBe(2);
   });
 
   it('a policy change, a manual compaction and a model switch are notified with the fold', async () => {

@@ -1,10 +1,12 @@
 // A conversation's decisions without a Temporal server, for the quiet-batch property test: the workflow's decision
-// layer (ConversationEntity.apply and its compaction settlement, with the real pure pieces: ContextCompressor,
-// gatewayHygieneDecision, applyOutcome, the brakes, absorbTotals/markApplied, the fold of quiet.ts) over a log that
-// mirrors the conversations row (totals, batch and notification sequence numbers, published rules, fold), and a
-// gateway that either notifies every batch (the reference) or only the loud ones (engine/quietBatches.ts).
+// layer (ConversationEntity.apply, its background compactions and their settlement, with the real pure pieces:
+// ContextCompressor, gatewayHygieneDecision, applyOutcome, the brakes, absorbTotals/markApplied, the fold of
+// quiet.ts) over a log that mirrors the conversations row (totals, batch and notification sequence numbers, published
+// rules, fold), and a gateway that either notifies every batch (the reference) or only the loud ones
+// (engine/quietBatches.ts). An automatic compaction runs in the background across a scripted number of events, as
+// SPEC §19 `background` runs it; blocking ones (manual, hygiene) settle at once.
 import type { CompactionOutcome, CompactionStatus, CompactionTrigger } from '../../../contracts/compaction.js';
-import type { CarriedState } from '../../../contracts/conversation.js';
+import type { CacheRecovery, CarriedState } from '../../../contracts/conversation.js';
 import type { NotificationFold, StoredBatch } from '../../../contracts/conversationLog.js';
 import {
   type CompressionConfig,
@@ -24,7 +26,7 @@ import {
   turnRunsWithoutWorkflow,
 } from '../../../engine/index.js';
 import { conversationBreaker, pruneAutoTimes, reachedFixedPoint } from '../../../workflows/conversation/brakes.js';
-import { accountCacheUsage } from '../../../workflows/conversation/cacheTelemetry.js';
+import { accountCacheUsage, recoveryCompletedBy } from '../../../workflows/conversation/cacheTelemetry.js';
 import { applyOutcome } from '../../../workflows/conversation/outcome.js';
 import { applyNotificationFold, quietRulesFor } from '../../../workflows/conversation/quiet.js';
 import { absorbTotals, contextTokens, markApplied, openingState } from '../../../workflows/conversation/state.js';
@@ -43,11 +45,25 @@ export interface SimOutcome {
   status: Extract<CompactionStatus, 'committed' | 'fallback' | 'noop' | 'aborted' | 'rejected' | 'failed'>;
   keep: number;
   similarity: number | null;
+  /** A background compaction: the events that arrive while it runs (absent: 0, it settles before the next one). */
+  events?: number;
+}
+
+/** A background compaction the simulated workflow started (BackgroundCompactions). */
+interface Running {
+  trigger: Exclude<CompactionTrigger, 'manual' | 'hygiene'>;
+  event: number;
+  tokens: number;
+  script: SimOutcome;
+  /** The stream event before which it has finished and is settled. */
+  settleAt: number;
 }
 
 /** One compaction decided: where, why, and the brakes' state right after it was settled. */
 export interface Decision {
   event: number;
+  /** The event at which it was settled (a background compaction: later; after the stream: AFTER_STREAM). */
+  settledAt: number;
   trigger: CompactionTrigger;
   tokens: number;
   status: CompactionStatus;
@@ -60,6 +76,8 @@ export interface Decision {
 }
 
 const CONTEXT_LENGTH = 200_000;
+/** `settledAt` of a compaction that was still running when the stream ended. */
+export const AFTER_STREAM = Number.MAX_SAFE_INTEGER;
 
 export class SimConversation {
   readonly state: CarriedState;
@@ -88,6 +106,15 @@ export class SimConversation {
   unwaitedHygiene = 0;
   private event = -1;
   private compactions = 0;
+  private running: Running | null = null;
+  /** Background compactions started, and batches folded while one ran (coverage of the property test). */
+  backgroundStarted = 0;
+  quietWhileCompacting = 0;
+  /** Cache recoveries the workflow recorded, in order, and those the gateway wrote for quiet replies. */
+  readonly recoveries: CacheRecovery[] = [];
+  readonly gatewayRecoveries: CacheRecovery[] = [];
+  /** The cache telemetry of the last publication (the status the gateway reads). */
+  private publishedCache: CarriedState['cache'] | null = null;
 
   constructor(
     private readonly clock: { now: number },
@@ -99,8 +126,7 @@ export class SimConversation {
     this.state = openingState({
       sessionId: 's1',
       config,
-      // Background compaction on (chat turns may run in the gateway); a compaction here settles before the next
-      // event: the interleaving in which nothing arrives while it runs (the rules are void meanwhile anyway).
+      // Background compaction on (chat turns may run in the gateway, automatic compactions run in the background).
       host: normalizeHostPolicy({ background: true, maxAutoPerHour: 4 }),
       policyVersion: 0,
       cacheTtl: null,
@@ -132,6 +158,11 @@ export class SimConversation {
   step(index: number, event: SimEvent, delivers = true): void {
     this.keepsUp = delivers;
     if (delivers || event.kind === 'tick' || event.kind === 'manual') this.deliver();
+    // The workflow's main loop settles a finished background compaction before the next notification it works off.
+    if (this.running && index >= this.running.settleAt) {
+      this.settleRunning(index);
+      this.publish();
+    }
     this.event = index;
     if (event.kind === 'tick') {
       this.clock.now += event.ms;
@@ -141,7 +172,7 @@ export class SimConversation {
       // The gateway opens a notification for the manual compaction (what was notified since the rules becomes
       // unknown); the workflow applies its fold first.
       this.since = null;
-      applyNotificationFold(this.state, this.engine, this.notifyOpen());
+      this.applyFold(this.notifyOpen());
       this.compact('manual');
       this.publish();
       return;
@@ -201,6 +232,7 @@ export class SimConversation {
     this.fold = foldQuiet(this.fold, batch);
     this.log.appliedSeq = batch.seq ?? this.log.appliedSeq;
     this.quiet += 1;
+    if (rules.compacting === true) this.quietWhileCompacting += 1;
     return true;
   }
 
@@ -244,7 +276,14 @@ export class SimConversation {
     if (quiet || unwaited) {
       this.direct += 1;
       const reply = { ...this.appendReply(event), turn: usage, readVersion: user.version };
-      if (!this.foldIfQuiet(reply)) this.notify(reply);
+      const foldBefore = this.fold;
+      if (!this.foldIfQuiet(reply)) {
+        this.notify(reply);
+        return;
+      }
+      // The gateway writes a recovery this quiet reply completes (workers/gateway/chatTurns.ts).
+      const recovery = recoveryCompletedBy(this.publishedCache, foldBefore, this.fold as QuietFold);
+      if (recovery) this.gatewayRecoveries.push(recovery);
       return;
     }
     // The chat-turn update: the workflow gets to it after what is pending; the gateway's notification of its batch
@@ -259,7 +298,7 @@ export class SimConversation {
     markApplied(state.batches, reply.seq as number, reply.seq as number);
     state.processedBatches += 1;
     state.readingBaseTokens = reply.activeTokens - event.replyTokens;
-    accountCacheUsage(state.cache, usage);
+    this.counted(accountCacheUsage(state.cache, usage));
     this.engine.updateFromResponse(usage);
     state.autoSinceModelCall = false;
     this.maybeCompact('post_response');
@@ -277,10 +316,17 @@ export class SimConversation {
     });
   }
 
-  /** Delivers what is pending and what is still folded (as the next notification would): final states compare. */
+  /**
+   * Delivers what is pending, lets a running compaction finish, and applies what is still folded (as the next
+   * notification would): final states compare.
+   */
   flush(): void {
     this.deliver();
-    applyNotificationFold(this.state, this.engine, this.notifyOpen());
+    if (this.running) {
+      this.settleRunning(AFTER_STREAM);
+      this.publish();
+    }
+    this.applyFold(this.notifyOpen());
   }
 
   private notifyOpen(): NotificationFold {
@@ -289,8 +335,19 @@ export class SimConversation {
     return { epoch: this.log.epoch, quiet: this.fold };
   }
 
+  /** The quiet batches a notification carries, applied (ConversationEntity.applyNotification). */
+  private applyFold(notification: NotificationFold | undefined): void {
+    this.counted(applyNotificationFold(this.state, this.engine, notification));
+  }
+
+  private counted(recovery: CacheRecovery | null): void {
+    if (recovery) this.recoveries.push({ ...recovery });
+  }
+
   private publish(): void {
-    this.rules = quietRulesFor(this.state, this.engine, false);
+    this.publishedCache = structuredClone(this.state.cache);
+    const compacting = this.running !== null;
+    this.rules = quietRulesFor(this.state, this.engine, { compacting, foldsAtSettle: compacting });
     const applied = this.state.batches.appliedSeq;
     this.log.appliedSeq = Math.max(this.log.appliedSeq, applied);
     if (this.fold && this.fold.toSeq <= applied) this.fold = null;
@@ -340,10 +397,10 @@ export class SimConversation {
     };
   }
 
-  /** ConversationEntity.apply (compactions settle at once: the rules are void while one runs in the background). */
+  /** ConversationEntity.apply. */
   private apply(batch: StoredBatch, options: { turnFollows?: boolean } = {}): void {
     const { state } = this;
-    applyNotificationFold(state, this.engine, batch.notification);
+    this.applyFold(batch.notification);
     absorbTotals(state, batch);
     if (batch.freshAssistant) state.autoSinceModelCall = false;
     if (batch.users > 0) {
@@ -353,7 +410,7 @@ export class SimConversation {
     const measured = (batch.readVersion ?? batch.version) > state.lastCommitVersion;
     if (batch.turn) {
       state.turnSeq += 1;
-      accountCacheUsage(state.cache, batch.turn, { watched: measured });
+      this.counted(accountCacheUsage(state.cache, batch.turn, { watched: measured }));
     }
     let compacted = false;
     if (batch.usage && measured) {
@@ -370,13 +427,49 @@ export class SimConversation {
     markApplied(state.batches, batch.seq, batch.latestSeq);
   }
 
+  /** ConversationEntity.maybeCompact: starts a background compaction, which decides nothing on this batch yet. */
   private maybeCompact(trigger: 'post_response' | 'preflight', tokens?: number): boolean {
     const { state, engine } = this;
-    if (!state.config.enabled || state.autoSinceModelCall) return false;
+    if (!state.config.enabled || state.autoSinceModelCall || this.running) return false;
     const wouldRun = (tokens ?? engine.exportState().lastPromptTokens) >= engine.thresholdTokens;
     if (!wouldRun || engine.blockingReason() !== null || this.inLoopPaused()) return false;
     if (!engine.shouldCompress(tokens)) return false;
-    this.compact(trigger);
+    // BackgroundCompactions.start (childInputOf: beginCompaction) and SPEC §7.6's "next request goes out as is".
+    const started = contextTokens(state, engine);
+    engine.beginCompaction({ force: false });
+    const script = this.nextScript();
+    this.running = {
+      trigger,
+      event: this.event,
+      tokens: started,
+      script,
+      settleAt: this.event + 1 + (script.events ?? 0),
+    };
+    this.backgroundStarted += 1;
+    state.autoSinceModelCall = true;
+    return false;
+  }
+
+  private nextScript(): SimOutcome {
+    return this.outcomes[this.compactions++ % this.outcomes.length] as SimOutcome;
+  }
+
+  /**
+   * BackgroundCompactions.settle with the workflow's foldBeforeSettle: the compaction's commit (if it commits), a
+   * new notification epoch whose fold — the batches that stayed quiet while it ran — is applied first, then the
+   * outcome, with SPEC §7.6's flag as it stood (settleCompaction `background`).
+   */
+  private settleRunning(settledAt: number): boolean {
+    const running = this.running;
+    if (!running) return false;
+    const { state } = this;
+    const outcome = this.commitOf(running.script);
+    this.since = null;
+    this.applyFold(this.notifyOpen());
+    this.running = null;
+    const sinceModelCall = state.autoSinceModelCall;
+    this.settle(running.trigger, { event: running.event, settledAt }, running.tokens, running.script, outcome);
+    state.autoSinceModelCall = sinceModelCall;
     return true;
   }
 
@@ -388,19 +481,16 @@ export class SimConversation {
     return breaker !== null;
   }
 
+  /** ConversationEntity.hygiene: above the safety net a running background compaction is waited for first. */
   private hygiene(incoming: NonNullable<StoredBatch['incoming']>): boolean {
-    const { state, engine } = this;
-    if (!state.config.enabled || state.autoSinceModelCall) return false;
+    const { state } = this;
+    if (!state.config.enabled || (state.autoSinceModelCall && !this.running)) return false;
     if (state.hygieneCooldownUntil !== null && this.clock.now < state.hygieneCooldownUntil) return false;
-    const decision = gatewayHygieneDecision({
-      historyLength: Math.max(0, state.activeMessages - incoming.rows),
-      historyTokens: Math.max(0, state.activeTokens - incoming.tokens),
-      contextLength: state.contextLength,
-      lastPromptTokens: engine.exportState().lastPromptTokens,
-      enabled: state.config.enabled,
-      hardMessageLimit: state.config.hygieneHardMessageLimit,
-    });
-    if (!decision.run) return false;
+    if (!this.hygieneDecision(incoming).run) return false;
+    if (this.running) {
+      this.settleRunning(this.event);
+      if (!this.hygieneDecision(incoming).run || state.autoSinceModelCall) return true;
+    }
     const status = this.compact('hygiene');
     if (status !== 'committed' && status !== 'fallback') {
       state.hygieneCooldownUntil = this.clock.now + HYGIENE_FAILURE_COOLDOWN_S * 1000;
@@ -408,12 +498,35 @@ export class SimConversation {
     return true;
   }
 
-  /** A compaction with the next scripted outcome, settled as workflows/conversation/compact.ts settles it. */
-  private compact(trigger: CompactionTrigger): CompactionStatus {
-    const { state, engine, log } = this;
+  private hygieneDecision(incoming: NonNullable<StoredBatch['incoming']>) {
+    const { state, engine } = this;
+    return gatewayHygieneDecision({
+      historyLength: Math.max(0, state.activeMessages - incoming.rows),
+      historyTokens: Math.max(0, state.activeTokens - incoming.tokens),
+      contextLength: state.contextLength,
+      lastPromptTokens: engine.exportState().lastPromptTokens,
+      enabled: state.config.enabled,
+      hardMessageLimit: state.config.hygieneHardMessageLimit,
+    });
+  }
+
+  /**
+   * A blocking compaction (manual, hygiene; ConversationEntity.compact): a running background one is settled first,
+   * then this one runs with the next scripted outcome and is settled at once.
+   */
+  private compact(trigger: 'manual' | 'hygiene'): CompactionStatus {
+    const { state, engine } = this;
+    this.settleRunning(this.event);
     const tokens = contextTokens(state, engine);
     engine.beginCompaction({ force: trigger === 'manual' });
-    const script = this.outcomes[this.compactions++ % this.outcomes.length] as SimOutcome;
+    const script = this.nextScript();
+    this.settle(trigger, { event: this.event, settledAt: this.event }, tokens, script, this.commitOf(script));
+    return script.status;
+  }
+
+  /** The child's outcome; a committed one has swapped the transcript in the log. */
+  private commitOf(script: SimOutcome): CompactionOutcome {
+    const { log } = this;
     const committed = script.status === 'committed' || script.status === 'fallback';
     if (committed) {
       // The commit's transcript swap bumps the version and the notification epoch (infra/db/conversations.ts).
@@ -438,6 +551,19 @@ export class SimConversation {
       similarity: script.similarity,
       error: null,
     };
+    return outcome;
+  }
+
+  /** settleCompaction (workflows/conversation/compact.ts): the outcome applied, the decision recorded. */
+  private settle(
+    trigger: CompactionTrigger,
+    at: { event: number; settledAt: number },
+    tokens: number,
+    script: SimOutcome,
+    outcome: CompactionOutcome,
+  ): void {
+    const { state, engine } = this;
+    const committed = script.status === 'committed' || script.status === 'fallback';
     const automatic = trigger !== 'manual';
     if (committed && automatic && reachedFixedPoint(state.host, outcome.similarity, state.userSinceCompaction)) {
       state.autoPaused = 'fixed_point';
@@ -445,7 +571,7 @@ export class SimConversation {
     applyOutcome(state, engine, outcome, { automatic, now: this.clock.now });
     const s = engine.exportState();
     this.decisions.push({
-      event: this.event,
+      ...at,
       trigger,
       tokens,
       status: script.status,
@@ -456,6 +582,5 @@ export class SimConversation {
       summaryCooldownUntil: s.summaryCooldownUntil,
       autoPaused: state.autoPaused,
     });
-    return script.status;
   }
 }
