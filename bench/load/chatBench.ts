@@ -233,6 +233,7 @@ function report(
       met: errors(f.quiet) === 0 && errors(f.busy) === 0,
     },
     ...cpuRows(f.quiet.cpu).map((row) => ({ ...row, measure: `${row.measure} (A)` })),
+    ...cpuRows(f.busy.cpu).map((row) => ({ ...row, measure: `${row.measure} (B)` })),
   ];
   printTable(
     `bench:load --chat — ${options.chatConversations} conversations (one turn in flight each), ${options.chatSeconds} s per phase, ` +

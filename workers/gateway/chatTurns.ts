@@ -65,6 +65,12 @@ export interface TurnHost {
 
 /** How long a turn waits for the workflow's next rules before it goes to the workflow instead. */
 const RULES_WAIT_MS = 250;
+/**
+ * How long a turn that could run here unwaited (what was notified since the rules judges it) waits for the rules to
+ * become current first: its batches would be notified, and each notification leaves the next turn's rules stale
+ * again, so back-to-back turns would keep notifying; once the rules are current they are quiet.
+ */
+const SINCE_WAIT_MS = 100;
 
 type ChatRequest = { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools'] };
 
@@ -117,14 +123,11 @@ export class ChatTurns {
   ): Promise<RunOutcome> {
     const messages = { messages: request.messages };
     const { runner, host } = this;
-    if (runner && mayRunAfterPublication(row)) {
-      // The workflow is still deciding on a batch notified before (e.g. after a manual compaction) and what was
-      // notified since its rules is not known: its next rules, published within a workflow task, may let this turn
-      // run here.
-      await waitApplied(host.readDb, tenantId, conversationId, row.batch_seq, {
-        timeoutMs: RULES_WAIT_MS,
-        intervalMs: 5,
-      });
+    const waitMs = runner ? rulesWaitMs(row) : 0;
+    if (waitMs > 0) {
+      // The workflow is still deciding on a batch notified before: its next rules, published within a workflow
+      // task, may let this turn run here, and quiet.
+      await waitApplied(host.readDb, tenantId, conversationId, row.batch_seq, { timeoutMs: waitMs, intervalMs: 5 });
     }
     let appended = await host.append(tenantId, conversationId, messages, {
       loud: !runner,
@@ -192,14 +195,16 @@ export class ChatTurns {
 }
 
 /**
- * True when the conversation's rules would let a turn run here but are not current, and what was notified since
- * them is not known (infra/db/quietBatches.ts): the workflow's next publication is worth a short wait.
+ * How long a turn waits for the workflow's next rules (0: not at all). When the rules would let a turn run here but
+ * are not current (infra/db/quietBatches.ts), the workflow's next publication is worth a short wait: RULES_WAIT_MS
+ * when what was notified since them is not known (else the turn goes to the workflow), SINCE_WAIT_MS when it is.
  */
-function mayRunAfterPublication(row: ConversationRow): boolean {
+function rulesWaitMs(row: ConversationRow): number {
   const rules = row.quiet_rules;
-  if (rules?.gatewayTurns !== true) return false;
+  if (rules?.gatewayTurns !== true) return 0;
   const standing = standingOf(row, row.batch_seq + 1);
-  return !standing.current && !rulesJudgeTurn(rules, standing, row.batch_seq + 1);
+  if (standing.current) return 0;
+  return rulesJudgeTurn(rules, standing, row.batch_seq + 1) ? SINCE_WAIT_MS : RULES_WAIT_MS;
 }
 
 /** The append's batch with the notification it opened, if any. */
