@@ -63,14 +63,17 @@ export interface TurnHost {
   notify(tenantId: string, row: ConversationRow, batch: StoredBatch): Promise<void>;
 }
 
-/** How long a turn waits for the workflow's next rules before it goes to the workflow instead. */
-const RULES_WAIT_MS = 250;
-/**
- * How long a turn that could run here unwaited (what was notified since the rules judges it) waits for the rules to
- * become current first: its batches would be notified, and each notification leaves the next turn's rules stale
- * again, so back-to-back turns would keep notifying; once the rules are current they are quiet.
- */
-const SINCE_WAIT_MS = 100;
+/** How long a turn waits for the workflow's next rules when the rules are not current (rulesWaitMs). */
+export interface TurnWaits {
+  /** What was notified since the rules is not known: else the turn goes to the workflow. Default 250 ms. */
+  unknownMs?: number;
+  /**
+   * The turn could run here unwaited (what was notified since the rules judges it), its batches notified; each
+   * notification leaves the next turn's rules stale again, so back-to-back turns would keep notifying, where with
+   * current rules they are quiet. Default 100 ms: a slow workflow adds no more to a turn that could have run.
+   */
+  judgedMs?: number;
+}
 
 type ChatRequest = { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools'] };
 
@@ -79,11 +82,16 @@ export class ChatTurns {
   /** The transcripts of the turns run here, between turns (transcriptCache.ts). */
   readonly transcripts = new TranscriptCache();
 
+  private readonly waits: Required<TurnWaits>;
+
   /** `runner`: runs turns here when the rules allow; null: the workflow runs every turn. */
   constructor(
     private readonly host: TurnHost,
     private readonly runner: TurnRunner | null,
-  ) {}
+    waits: TurnWaits = {},
+  ) {
+    this.waits = { unknownMs: waits.unknownMs ?? 250, judgedMs: waits.judgedMs ?? 100 };
+  }
 
   async chatTurn(tenantId: string, conversationId: string, request: ChatRequest): Promise<ChatTurnReply> {
     const problem = validateSubmit({ messages: request.messages });
@@ -123,7 +131,7 @@ export class ChatTurns {
   ): Promise<RunOutcome> {
     const messages = { messages: request.messages };
     const { runner, host } = this;
-    const waitMs = runner ? rulesWaitMs(row) : 0;
+    const waitMs = runner ? rulesWaitMs(row, this.waits) : 0;
     if (waitMs > 0) {
       // The workflow is still deciding on a batch notified before: its next rules, published within a workflow
       // task, may let this turn run here, and quiet.
@@ -196,15 +204,14 @@ export class ChatTurns {
 
 /**
  * How long a turn waits for the workflow's next rules (0: not at all). When the rules would let a turn run here but
- * are not current (infra/db/quietBatches.ts), the workflow's next publication is worth a short wait: RULES_WAIT_MS
- * when what was notified since them is not known (else the turn goes to the workflow), SINCE_WAIT_MS when it is.
+ * are not current (infra/db/quietBatches.ts), the workflow's next publication is worth a short wait (TurnWaits).
  */
-function rulesWaitMs(row: ConversationRow): number {
+function rulesWaitMs(row: ConversationRow, waits: Required<TurnWaits>): number {
   const rules = row.quiet_rules;
   if (rules?.gatewayTurns !== true) return 0;
   const standing = standingOf(row, row.batch_seq + 1);
   if (standing.current) return 0;
-  return rulesJudgeTurn(rules, standing, row.batch_seq + 1) ? SINCE_WAIT_MS : RULES_WAIT_MS;
+  return rulesJudgeTurn(rules, standing, row.batch_seq + 1) ? waits.judgedMs : waits.unknownMs;
 }
 
 /** The append's batch with the notification it opened, if any. */

@@ -31,7 +31,7 @@ import { getTenantPolicy } from '../../infra/db/tenants.js';
 import { startingQuietRules } from '../../workflows/conversation/quiet.js';
 import { newSessionId } from '../../workflows/ids.js';
 import { type AppendDecideOptions, appendAndDecide } from './batchAppend.js';
-import { type ChatTurnReply, ChatTurns } from './chatTurns.js';
+import { type ChatTurnReply, ChatTurns, type TurnWaits } from './chatTurns.js';
 import { InvalidRequestError } from './errors.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
 
@@ -68,6 +68,8 @@ export interface ConversationsOptions {
    * runs in the gateway (chatTurns.ts). Without: the workflow runs every turn.
    */
   turns?: Omit<RespondDeps, 'db'>;
+  /** How long a turn waits for the workflow's next rules (chatTurns.ts TurnWaits; tests lengthen them). */
+  turnWaits?: TurnWaits;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -105,7 +107,11 @@ export class Conversations {
     private readonly options: ConversationsOptions = {},
   ) {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 30_000;
-    this.turns = new ChatTurns(this, options.turns ? createTurnRunner({ ...options.turns, db }) : null);
+    this.turns = new ChatTurns(
+      this,
+      options.turns ? createTurnRunner({ ...options.turns, db }) : null,
+      options.turnWaits,
+    );
   }
 
   get readDb(): Kysely<Database> {
