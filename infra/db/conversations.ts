@@ -206,19 +206,29 @@ export function addToTotals(
   });
 }
 
-/** After a compaction commit or a replay swap: the new totals (and session), version bumped. Must be locked. */
+/**
+ * After a compaction commit or a replay swap: the new totals (and session), version bumped. Must be locked. The
+ * workflow's quiet rules were published for the transcript before the swap: void until it publishes again — unless
+ * `compaction` is the commit of the background compaction those current rules were published for, to be folded
+ * until its settlement (engine/quietBatches.ts `foldsAtSettle`): they judge conservatively after the swap too (its
+ * reading is the pre-swap one), and the workflow applies what they fold before the outcome, as it would the same
+ * batches notified before the child's completion reached it.
+ */
 export async function setTotals(
   tx: TenantTx,
   tenantId: string,
   conversationId: string,
   totals: { activeMessages: number; activeTokens: number; currentSessionId?: string },
+  options: { compaction?: boolean } = {},
 ): Promise<LogTotals> {
+  const folding = options.compaction
+    ? sql<boolean>`(quiet_rules->>'foldsAtSettle')::boolean IS TRUE AND (quiet_rules->>'epoch')::bigint = notify_epoch`
+    : sql<boolean>`false`;
   const written = await bump(tx, tenantId, conversationId, {
     active_messages: totals.activeMessages,
     active_tokens: totals.activeTokens,
-    // The workflow's quiet rules were published for the transcript before the swap: void until it publishes again.
-    notify_epoch: sql`notify_epoch + 1`,
-    notified_since: null,
+    notify_epoch: sql`CASE WHEN ${folding} THEN notify_epoch ELSE notify_epoch + 1 END`,
+    notified_since: sql`CASE WHEN ${folding} THEN notified_since ELSE NULL END`,
     ...(totals.currentSessionId ? { current_session_id: totals.currentSessionId } : {}),
   });
   return totalsOf(written.row);

@@ -109,10 +109,13 @@ export async function commitTotals(
   if (!conversation || conversation.current_session_id !== readSessionId) return null;
   // Read back after the writes: exact, whatever was appended meanwhile.
   const live = await selectTranscriptTotals(tx, tenantId, sessionId);
-  return setTotals(tx, tenantId, conversation.id, {
-    ...live,
-    ...(sessionId !== readSessionId ? { currentSessionId: sessionId } : {}),
-  });
+  return setTotals(
+    tx,
+    tenantId,
+    conversation.id,
+    { ...live, ...(sessionId !== readSessionId ? { currentSessionId: sessionId } : {}) },
+    { compaction: true },
+  );
 }
 
 /** New positions of rows (row state only; a row's session moves with `sessionId`). */

@@ -4,6 +4,7 @@
 // hold, commits that keep what was appended meanwhile, and the workflow's published state.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { normalizeCompressorState, quietRulesOf } from '../../../engine/index.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { commitInPlace, commitRotation } from '../../../infra/db/compactionCommit/index.js';
 import { createCompactionRecord } from '../../../infra/db/compactions.js';
@@ -261,6 +262,60 @@ describe('the workflow’s published state', () => {
     const current = { appliedSeq: 2, state: { marker: 'two' }, policyVersion: version };
     expect(await recordApplied(testDb.db, tenant, conv, current)).toEqual({ recorded: true, policyVersion: version });
     expect(await getConversation(testDb.db, tenant, conv)).toMatchObject({ applied_seq: 2, state: { marker: 'two' } });
+  });
+
+  it('a compaction commit keeps current rules published to fold until its settlement; any other are voided', async () => {
+    /** Rules published for the row's epoch (or one before), then a compaction committed: the epoch after it. */
+    const epochAfterCommit = async (rules: { foldsAtSettle: boolean; stale?: boolean }) => {
+      const conv = await newConversation();
+      const stored = await appendToConversation(
+        testDb.db,
+        TENANT,
+        conv,
+        keyed([user('start'), assistant('ok'), user('more'), assistant('done')], 'r'),
+      );
+      const before = (await getConversation(testDb.db, TENANT, conv))!;
+      const quietRules = quietRulesOf({
+        epoch: Number(before.notify_epoch) - (rules.stale ? 1 : 0),
+        enabled: true,
+        contextLength: 200_000,
+        thresholdTokens: 150_000,
+        hardMessageLimit: 5_000,
+        compressor: normalizeCompressorState({ lastPromptTokens: 160_000 }),
+        readingBaseTokens: 0,
+        compacting: true,
+        foldsAtSettle: rules.foldsAtSettle,
+        pausedAtFixedPoint: false,
+        turnsQuiet: true,
+        gatewayTurns: true,
+      });
+      await recordApplied(testDb.db, TENANT, conv, { appliedSeq: before.batch_seq, state: {}, quietRules });
+      const compactionId = uniqueId('compact');
+      await createCompactionRecord(testDb.db, TENANT, {
+        id: compactionId,
+        sessionId: stored.sessionId,
+        conversationId: conv,
+        seq: 1,
+        trigger: 'post_response',
+        inPlace: true,
+      });
+      const outcome = await commitInPlace(testDb.db, TENANT, {
+        sessionId: stored.sessionId,
+        compactionId,
+        expectedRowIds: stored.appended.map((r) => r.id),
+        output: [user('start'), assistant('ok'), assistant(summaryText('s')), assistant('done')],
+        summaryIndex: 2,
+        summaryBody: 's',
+        fallbackUsed: false,
+        stats: statsFor('s'),
+      });
+      expect(outcome.totals?.version).toBe(before.version + 1);
+      const after = (await getConversation(testDb.db, TENANT, conv))!;
+      return Number(after.notify_epoch) - Number(before.notify_epoch);
+    };
+    expect(await epochAfterCommit({ foldsAtSettle: true })).toBe(0);
+    expect(await epochAfterCommit({ foldsAtSettle: false })).toBe(1);
+    expect(await epochAfterCommit({ foldsAtSettle: true, stale: true })).toBe(1);
   });
 
   it('another tenant sees no conversation record (row-level security)', async () => {

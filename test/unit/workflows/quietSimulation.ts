@@ -47,6 +47,8 @@ export interface SimOutcome {
   similarity: number | null;
   /** A background compaction: the events that arrive while it runs (absent: 0, it settles before the next one). */
   events?: number;
+  /** Of those, how many arrive after its commit, before it is settled (absent: 0, it commits as it settles). */
+  commitLead?: number;
 }
 
 /** A background compaction the simulated workflow started (BackgroundCompactions). */
@@ -57,6 +59,9 @@ interface Running {
   script: SimOutcome;
   /** The stream event before which it has finished and is settled. */
   settleAt: number;
+  /** The stream event before which its commit lands (≤ settleAt), and the child's outcome once it has. */
+  commitAt: number;
+  outcome: CompactionOutcome | null;
 }
 
 /** One compaction decided: where, why, and the brakes' state right after it was settled. */
@@ -110,6 +115,8 @@ export class SimConversation {
   /** Background compactions started, and batches folded while one ran (coverage of the property test). */
   backgroundStarted = 0;
   quietWhileCompacting = 0;
+  /** Of those, batches folded after the compaction's commit, before its settlement. */
+  quietAfterCommit = 0;
   /** Cache recoveries the workflow recorded, in order, and those the gateway wrote for quiet replies. */
   readonly recoveries: CacheRecovery[] = [];
   readonly gatewayRecoveries: CacheRecovery[] = [];
@@ -159,7 +166,11 @@ export class SimConversation {
     this.keepsUp = delivers;
     if (delivers || event.kind === 'tick' || event.kind === 'manual') this.deliver();
     // The workflow's main loop settles a finished background compaction before the next notification it works off.
-    if (this.running && index >= this.running.settleAt) {
+    const running = this.running;
+    if (running && !running.outcome && index >= running.commitAt) {
+      running.outcome = this.commitOf(running.script, { background: true });
+    }
+    if (running && index >= running.settleAt) {
       this.settleRunning(index);
       this.publish();
     }
@@ -233,6 +244,7 @@ export class SimConversation {
     this.log.appliedSeq = batch.seq ?? this.log.appliedSeq;
     this.quiet += 1;
     if (rules.compacting === true) this.quietWhileCompacting += 1;
+    if (rules.compacting === true && this.running?.outcome?.totals) this.quietAfterCommit += 1;
     return true;
   }
 
@@ -444,6 +456,8 @@ export class SimConversation {
       tokens: started,
       script,
       settleAt: this.event + 1 + (script.events ?? 0),
+      commitAt: this.event + 1 + (script.events ?? 0) - Math.min(script.commitLead ?? 0, script.events ?? 0),
+      outcome: null,
     };
     this.backgroundStarted += 1;
     state.autoSinceModelCall = true;
@@ -463,7 +477,7 @@ export class SimConversation {
     const running = this.running;
     if (!running) return false;
     const { state } = this;
-    const outcome = this.commitOf(running.script);
+    const outcome = running.outcome ?? this.commitOf(running.script, { background: true });
     this.since = null;
     this.applyFold(this.notifyOpen());
     this.running = null;
@@ -524,17 +538,23 @@ export class SimConversation {
     return script.status;
   }
 
-  /** The child's outcome; a committed one has swapped the transcript in the log. */
-  private commitOf(script: SimOutcome): CompactionOutcome {
+  /**
+   * The child's outcome; a committed one has swapped the transcript in the log, bumping its version and — unless it
+   * is the background compaction whose rules are current, published to fold until its settlement — the
+   * notification epoch (infra/db/conversations.ts setTotals).
+   */
+  private commitOf(script: SimOutcome, options: { background?: boolean } = {}): CompactionOutcome {
     const { log } = this;
     const committed = script.status === 'committed' || script.status === 'fallback';
     if (committed) {
-      // The commit's transcript swap bumps the version and the notification epoch (infra/db/conversations.ts).
       log.activeTokens = Math.floor(log.activeTokens * script.keep);
       log.activeMessages = Math.max(5, Math.floor(log.activeMessages * script.keep));
       log.version += 1;
-      log.epoch += 1;
-      this.since = null;
+      const folding = options.background === true && this.rules?.foldsAtSettle === true;
+      if (!folding || this.rules?.epoch !== log.epoch) {
+        log.epoch += 1;
+        this.since = null;
+      }
     }
     const outcome: CompactionOutcome = {
       compactionId: `c${this.compactions}`,
