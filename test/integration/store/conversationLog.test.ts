@@ -46,6 +46,35 @@ async function newConversation(): Promise<string> {
 const keyed = (messages: ChatMessage[], prefix: string) =>
   messages.map((message, i) => ({ message, idempotencyKey: `${prefix}:${i}` }));
 
+/** Compaction #1 of the conversation over `rowIds`, committed in place with `output` (its summary at index 2). */
+async function compactInPlace(
+  conv: string,
+  sessionId: string,
+  rowIds: number[],
+  output: ChatMessage[],
+  trigger: 'manual' | 'post_response' = 'manual',
+) {
+  const compactionId = uniqueId('compact');
+  await createCompactionRecord(testDb.db, TENANT, {
+    id: compactionId,
+    sessionId,
+    conversationId: conv,
+    seq: 1,
+    trigger,
+    inPlace: true,
+  });
+  return commitInPlace(testDb.db, TENANT, {
+    sessionId,
+    compactionId,
+    expectedRowIds: rowIds,
+    output,
+    summaryIndex: 2,
+    summaryBody: 's',
+    fallbackUsed: false,
+    stats: statsFor('s'),
+  });
+}
+
 describe('conversation records and appends', () => {
   it('create is idempotent; each fresh batch bumps version and batch_seq and adds to the totals', async () => {
     const conv = await newConversation();
@@ -155,26 +184,9 @@ describe('lossless storage of content PostgreSQL cannot hold', () => {
     const head = [user('start'), assistant('ok')];
     const stored = await appendToConversation(testDb.db, TENANT, conv, keyed([...head, ...hostile], 'c'));
     const late = await appendToConversation(testDb.db, TENANT, conv, keyed([user('late \u0000 question')], 'late'));
-    const compactionId = uniqueId('compact');
-    await createCompactionRecord(testDb.db, TENANT, {
-      id: compactionId,
-      sessionId: stored.sessionId,
-      conversationId: conv,
-      seq: 1,
-      trigger: 'manual',
-      inPlace: true,
-    });
     const output = [...head, assistant(summaryText('s')), hostile[3]!];
-    const outcome = await commitInPlace(testDb.db, TENANT, {
-      sessionId: stored.sessionId,
-      compactionId,
-      expectedRowIds: stored.appended.map((r) => r.id),
-      output,
-      summaryIndex: 2,
-      summaryBody: 's',
-      fallbackUsed: false,
-      stats: statsFor('s'),
-    });
+    const ids = stored.appended.map((r) => r.id);
+    const outcome = await compactInPlace(conv, stored.sessionId, ids, output);
     const transcript = await loadTranscript(testDb.db, TENANT, stored.sessionId);
     expect(transcript.map((r) => r.message)).toEqual([...output, user('late \u0000 question')]);
     expect(outcome.keptSinceRowIds).toEqual([late.appended[0]!.id]);
@@ -290,25 +302,9 @@ describe('the workflow’s published state', () => {
         gatewayTurns: true,
       });
       await recordApplied(testDb.db, TENANT, conv, { appliedSeq: before.batch_seq, state: {}, quietRules });
-      const compactionId = uniqueId('compact');
-      await createCompactionRecord(testDb.db, TENANT, {
-        id: compactionId,
-        sessionId: stored.sessionId,
-        conversationId: conv,
-        seq: 1,
-        trigger: 'post_response',
-        inPlace: true,
-      });
-      const outcome = await commitInPlace(testDb.db, TENANT, {
-        sessionId: stored.sessionId,
-        compactionId,
-        expectedRowIds: stored.appended.map((r) => r.id),
-        output: [user('start'), assistant('ok'), assistant(summaryText('s')), assistant('done')],
-        summaryIndex: 2,
-        summaryBody: 's',
-        fallbackUsed: false,
-        stats: statsFor('s'),
-      });
+      const output = [user('start'), assistant('ok'), assistant(summaryText('s')), assistant('done')];
+      const ids = stored.appended.map((r) => r.id);
+      const outcome = await compactInPlace(conv, stored.sessionId, ids, output, 'post_response');
       expect(outcome.totals?.version).toBe(before.version + 1);
       const after = (await getConversation(testDb.db, TENANT, conv))!;
       return Number(after.notify_epoch) - Number(before.notify_epoch);
