@@ -37,8 +37,10 @@ function endWatch(cache: CacheTelemetry, watching: NonNullable<CacheTelemetry['w
 }
 
 /**
- * The turns of a quiet fold (engine/quietBatches.ts), counted as accountCacheUsage counts them one by one: their
- * context was read after the watched compaction committed (a turn read before it has its reply notified).
+ * The turns of a quiet fold (engine/quietBatches.ts), counted as accountCacheUsage counts them one by one. Each was
+ * read after the commit of the compaction watched when the fold is applied: a background compaction's fold is
+ * applied before its outcome starts a new watch, and other commits void the rules (a reply read before one is
+ * notified).
  */
 export function accountFoldedTurns(cache: CacheTelemetry, turns: QuietTurns): CacheRecovery | null {
   cache.turns += turns.turns;
