@@ -78,20 +78,21 @@ describe('committed histories', () => {
       'background-compaction',
       'background-start-unawaited',
       'coalesce-batches',
+      'fold-at-settle',
       'local-publish',
       'local-respond',
       'replay-claim-check',
     ]);
     // The first generation has no marker at all: it replays the unpatched paths.
     const later = (h: (typeof histories)[number]) =>
-      /^(claim-check|quiet-batches|local-publish|local-respond|background-start|align-begins|gateway-turns)\./.test(
+      /^(claim-check|quiet-batches|local-publish|local-respond|background-start|align-begins|gateway-turns|fold-at-settle)\./.test(
         h.workflowId,
       );
     expect(histories.filter((h) => !later(h) && patchesOf(h).length > 0)).toEqual([]);
   });
 
   it('replay against workflows/ without a single error', async () => {
-    expect(histories.length).toBeGreaterThanOrEqual(49);
+    expect(histories.length).toBeGreaterThanOrEqual(51);
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: productBundle }, histories)) {
       results.push(result);
