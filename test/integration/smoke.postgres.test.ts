@@ -55,6 +55,7 @@ describe('migrations', () => {
       '0009_quiet_batches',
       '0010_search_plan_reuse',
       '0011_notified_since',
+      '0012_inline_indexed_text',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -95,6 +96,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0012_inline_indexed_text', 'Success'],
       ['0011_notified_since', 'Success'],
       ['0010_search_plan_reuse', 'Success'],
     ]);
@@ -102,7 +104,11 @@ describe('0010 down and up again', () => {
       SELECT pg_get_functiondef('dc_search_messages(jsonb, tsquery)'::regprocedure) AS def`.execute(testDb.db);
     expect(definition.rows[0]?.def).toContain('RETURN QUERY EXECUTE statement USING query');
     expect(await answers()).toEqual(before);
-    expect((await migrateToLatest(testDb.db)).applied).toEqual(['0010_search_plan_reuse', '0011_notified_since']);
+    expect((await migrateToLatest(testDb.db)).applied).toEqual([
+      '0010_search_plan_reuse',
+      '0011_notified_since',
+      '0012_inline_indexed_text',
+    ]);
     expect(await answers()).toEqual(before);
   });
 });

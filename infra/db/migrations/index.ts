@@ -11,6 +11,7 @@ import * as m0008 from './0008_message_state.js';
 import * as m0009 from './0009_quiet_batches.js';
 import * as m0010 from './0010_search_plan_reuse.js';
 import * as m0011 from './0011_notified_since.js';
+import * as m0012 from './0012_inline_indexed_text.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0009_quiet_batches': m0009,
   '0010_search_plan_reuse': m0010,
   '0011_notified_since': m0011,
+  '0012_inline_indexed_text': m0012,
 };
 
 export const migrationProvider: MigrationProvider = {
