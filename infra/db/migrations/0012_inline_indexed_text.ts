@@ -34,22 +34,28 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     $$`.execute(db);
 }
 
+/**
+ * The 0001 body (copied: a landed migration is never edited), restored by down() and compared with the new one by
+ * test/integration/store/indexedText.test.ts.
+ */
+export const INDEXED_TEXT_0001_BODY = `
+  SELECT
+    CASE WHEN content_parts IS NULL THEN coalesce(content, '')
+         ELSE coalesce((SELECT string_agg(p ->> 'text', ' ' ORDER BY ord)
+                          FROM jsonb_array_elements(content_parts) WITH ORDINALITY AS e(p, ord)
+                         WHERE p ->> 'type' = 'text'), '')
+    END
+    || ' ' || coalesce(tool_name, '') || ' ' ||
+    coalesce((SELECT string_agg(coalesce(c -> 'function' ->> 'name', '') || ' ' ||
+                                coalesce(c -> 'function' ->> 'arguments', ''), ' ' ORDER BY ord)
+                FROM jsonb_array_elements(
+                       CASE WHEN jsonb_typeof(tool_calls) = 'array' THEN tool_calls ELSE '[]'::jsonb END
+                     ) WITH ORDINALITY AS e(c, ord)), '')`;
+
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE OR REPLACE FUNCTION dc_indexed_text(content text, content_parts jsonb, tool_name text, tool_calls jsonb)
-    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-      SELECT
-        CASE WHEN content_parts IS NULL THEN coalesce(content, '')
-             ELSE coalesce((SELECT string_agg(p ->> 'text', ' ' ORDER BY ord)
-                              FROM jsonb_array_elements(content_parts) WITH ORDINALITY AS e(p, ord)
-                             WHERE p ->> 'type' = 'text'), '')
-        END
-        || ' ' || coalesce(tool_name, '') || ' ' ||
-        coalesce((SELECT string_agg(coalesce(c -> 'function' ->> 'name', '') || ' ' ||
-                                    coalesce(c -> 'function' ->> 'arguments', ''), ' ' ORDER BY ord)
-                    FROM jsonb_array_elements(
-                           CASE WHEN jsonb_typeof(tool_calls) = 'array' THEN tool_calls ELSE '[]'::jsonb END
-                         ) WITH ORDINALITY AS e(c, ord)), '')
+    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$${sql.raw(INDEXED_TEXT_0001_BODY)}
     $$`.execute(db);
   await sql`DROP FUNCTION IF EXISTS dc_calls_joined(jsonb)`.execute(db);
   await sql`DROP FUNCTION IF EXISTS dc_parts_joined(jsonb)`.execute(db);

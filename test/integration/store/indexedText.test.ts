@@ -5,7 +5,10 @@
 // recreated under another name. Then: the new definition is inlined (no function call left in the plan).
 import fc from 'fast-check';
 import { sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { INDEXED_TEXT_0001_BODY } from '../../../infra/db/migrations/0012_inline_indexed_text.js';
+import { migrationProvider } from '../../../infra/db/migrations/index.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 
 let testDb: TestDatabase;
@@ -15,19 +18,7 @@ beforeAll(async () => {
   // The 0001 definition, verbatim, under another name.
   await sql`
     CREATE FUNCTION dc_indexed_text_0001(content text, content_parts jsonb, tool_name text, tool_calls jsonb)
-    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-      SELECT
-        CASE WHEN content_parts IS NULL THEN coalesce(content, '')
-             ELSE coalesce((SELECT string_agg(p ->> 'text', ' ' ORDER BY ord)
-                              FROM jsonb_array_elements(content_parts) WITH ORDINALITY AS e(p, ord)
-                             WHERE p ->> 'type' = 'text'), '')
-        END
-        || ' ' || coalesce(tool_name, '') || ' ' ||
-        coalesce((SELECT string_agg(coalesce(c -> 'function' ->> 'name', '') || ' ' ||
-                                    coalesce(c -> 'function' ->> 'arguments', ''), ' ' ORDER BY ord)
-                    FROM jsonb_array_elements(
-                           CASE WHEN jsonb_typeof(tool_calls) = 'array' THEN tool_calls ELSE '[]'::jsonb END
-                         ) WITH ORDINALITY AS e(c, ord)), '')
+    RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$${sql.raw(INDEXED_TEXT_0001_BODY)}
     $$`.execute(testDb.db);
 });
 afterAll(async () => {
@@ -70,6 +61,22 @@ describe('dc_indexed_text (migration 0012)', () => {
     expect(rows.filter((r) => Array.isArray(messages[r.i]?.tool_calls) && r.now.trim() !== '').length).toBeGreaterThan(
       100,
     );
+  });
+
+  it('compares against the body 0001 really created (migrated up to 0011 only)', async () => {
+    const before = await createTestDatabase(inject('databaseUrl'), { migrate: false });
+    try {
+      const migrated = await new Migrator({ db: before.db, provider: migrationProvider }).migrateTo(
+        '0011_notified_since',
+      );
+      expect(migrated.error).toBeUndefined();
+      const { rows } = await sql<{ src: string }>`
+        SELECT prosrc AS src FROM pg_proc WHERE proname = 'dc_indexed_text'`.execute(before.db);
+      const squeeze = (text: string) => text.replace(/\s+/g, ' ').trim();
+      expect(rows.map((r) => squeeze(r.src))).toEqual([squeeze(INDEXED_TEXT_0001_BODY)]);
+    } finally {
+      await before.drop();
+    }
   });
 
   it('is inlined into the statements that call it: only its helpers remain as calls, for parts and tool calls', async () => {
