@@ -144,6 +144,37 @@ export interface StatusReads {
 }
 
 /** GET …/status of random conversations, `perSecond` a second, until `stop()`; waits for the reads in flight. */
+/**
+ * Every conversation's status read once, `concurrency` at a time (the issue's "GET …/status right after the burst"):
+ * resolves when all are answered or timed out.
+ */
+export async function statusBurst(
+  http: JsonHttp,
+  conversations: readonly BenchConversation[],
+  concurrency: number,
+  timeoutMs: number,
+): Promise<StatusReads> {
+  const reads: StatusReads = { latencies: [], outcomes: new Tally(), timeouts: 0, failures: 0, stop: async () => {} };
+  let next = 0;
+  const reader = async () => {
+    while (next < conversations.length) {
+      const conversation = conversations[next++]!;
+      const answer = await http.request('GET', `/v1/conversations/${conversation.id}/status`, {
+        token: conversation.tenant.key,
+        timeoutMs,
+      });
+      reads.outcomes.add(outcomeOf(answer));
+      if (answer.status === 200) reads.latencies.push(answer.ms);
+      else {
+        reads.failures += 1;
+        if (answer.error === 'timeout') reads.timeouts += 1;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, reader));
+  return reads;
+}
+
 export function statusReads(
   http: JsonHttp,
   conversations: readonly BenchConversation[],
