@@ -310,7 +310,12 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
     await notify(notifying.notification ? { ...reply, notification: notifying.notification } : reply);
   }
   const completed = recovery as CacheRecovery | null;
-  if (stored && completed) await runner.recordCacheRecovery(turn.tenantId, completed);
+  if (stored && completed) {
+    // Best effort: the reply is stored and answered either way; the workflow writes the same when the fold reaches it.
+    await runner.recordCacheRecovery(turn.tenantId, completed).catch((err: unknown) => {
+      console.warn(`cache recovery of ${completed.compactionId} not recorded yet: ${(err as Error).message}`);
+    });
+  }
   const result: TurnOutcome = {
     turnId: turn.turnId,
     replyMessageId: outcome.messageId,
