@@ -113,6 +113,7 @@ const app = await buildGateway({
   db,
   readDb,
   conversations: new Conversations(db, new ConversationClient(connection), {
+    turnMetrics: metrics,
     readDb,
     chatProblem: (row) => chatProviderProblem(llm.providers ?? null, row.provider, process.env),
     baseConfig: config.compression,

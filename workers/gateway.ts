@@ -31,16 +31,18 @@ const connection = Connection.lazy({
   connectTimeout: '5 seconds',
 });
 const temporal = new ConversationClient(connection, { namespace: env.TEMPORAL_NAMESPACE });
+const metrics = createMetrics({ db });
 const app = await buildGateway({
   db,
   readDb,
   conversations: new Conversations(db, temporal, {
+    turnMetrics: metrics,
     readDb,
     chatProblem: (row) => chatProviderProblem(providers, row.provider, process.env),
     baseConfig: config.compression,
     turns: respondDepsFrom({ providers, cacheTtl: config.promptCaching.cacheTtl }),
   }),
-  metrics: createMetrics({ db }),
+  metrics,
   adminKey: env.DURABLE_CONTEXT_ADMIN_KEY,
   metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
   cacheTtl: config.promptCaching.cacheTtl,

@@ -35,6 +35,40 @@ interface Phase {
   outcomes: Tally;
   seconds: number;
   cpu: CpuReport;
+  /** From the gateway's /metrics over the phase: where its turns ran, and the waits for the workflow's rules. */
+  turns: TurnCounts;
+}
+
+interface TurnCounts {
+  paths: Record<string, number>;
+  waits: number;
+  waitSeconds: number;
+}
+
+/** The gateway's chat-turn metrics (dctx_chat_turns_total, dctx_chat_turn_rules_wait_seconds) as they stand. */
+async function turnCounts(url: string): Promise<TurnCounts> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const counts: TurnCounts = { paths: {}, waits: 0, waitSeconds: 0 };
+  for (const line of text.split('\n')) {
+    const path = /^dctx_chat_turns_total\{path="([a-z_]+)"\} (\S+)$/.exec(line);
+    if (path) counts.paths[path[1]!] = Number(path[2]);
+    const wait = /^dctx_chat_turn_rules_wait_seconds_(count|sum)\{[^}]*\} (\S+)$/.exec(line);
+    if (wait?.[1] === 'count') counts.waits += Number(wait[2]);
+    if (wait?.[1] === 'sum') counts.waitSeconds += Number(wait[2]);
+  }
+  return counts;
+}
+
+function since(before: TurnCounts, after: TurnCounts): TurnCounts {
+  const paths: Record<string, number> = {};
+  for (const [key, value] of Object.entries(after.paths)) paths[key] = value - (before.paths[key] ?? 0);
+  return { paths, waits: after.waits - before.waits, waitSeconds: after.waitSeconds - before.waitSeconds };
+}
+
+function describeTurns(t: TurnCounts): string {
+  const p = (key: string) => int(t.paths[key] ?? 0);
+  const mean = t.waits > 0 ? `, mean ${ms((t.waitSeconds / t.waits) * 1000)}` : '';
+  return `quiet ${p('gateway_quiet')}, notified ${p('gateway_notified')}, workflow ${p('workflow')}; ${int(t.waits)} waited for rules${mean}`;
 }
 
 /** Seeds each conversation with an agent history (plain posts, the last with `wait: true`), until it is applied. */
@@ -78,7 +112,16 @@ async function runPhase(
   reading: (conversation: BenchConversation, turn: number) => number,
   turns: number[],
 ): Promise<Phase> {
-  const phase: Phase = { name, latencies: [], compacted: [], outcomes: new Tally(), seconds: 0, cpu: null as never };
+  const phase: Phase = {
+    name,
+    latencies: [],
+    compacted: [],
+    outcomes: new Tally(),
+    seconds: 0,
+    cpu: null as never,
+    turns: null as never,
+  };
+  const countsBefore = await turnCounts(options.stack.url);
   const cpu = sampleCpu({ rootPid: options.stack.rootPid, db: options.stack.db, database: options.stack.databaseName });
   const started = performance.now();
   const deadline = started + options.seconds * 1000;
@@ -105,6 +148,7 @@ async function runPhase(
   );
   phase.seconds = (performance.now() - started) / 1000;
   phase.cpu = await cpu.stop();
+  phase.turns = since(countsBefore, await turnCounts(options.stack.url));
   return phase;
 }
 
@@ -226,6 +270,8 @@ function report(
       measure: 'compactions started in phase B',
       figure: `${f.compactions} (${f.summaryCalls} summary calls of ${options.summaryDelayMs} ms)`,
     },
+    { measure: 'where turns ran (A), from /metrics', figure: describeTurns(f.quiet.turns) },
+    { measure: 'where turns ran (B), from /metrics', figure: describeTurns(f.busy.turns) },
     {
       measure: 'turn outcomes (A; B)',
       figure: `${f.quiet.outcomes}; ${f.busy.outcomes}`,

@@ -14,6 +14,10 @@ export interface Metrics {
   httpRequests: Counter<'route' | 'status'>;
   /** Issue #15 §3: share of a window's pinned identifiers and user constraints an LLM summary keeps. */
   summaryRetention: Histogram<'stage'>;
+  /** Issue #11: where the gateway's chat turns ran (workers/gateway/chatTurns.ts TurnPath). */
+  chatTurns: Counter<'path'>;
+  /** Issue #11: how long a chat turn waited for the workflow's next rules, by what it would have been judged by. */
+  turnRulesWait: Histogram<'standing'>;
 }
 
 export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?: boolean } = {}): Metrics {
@@ -48,6 +52,23 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     buckets: [0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1],
     registers: [registry],
   });
+  const chatTurns = new Counter({
+    name: 'dctx_chat_turns_total',
+    help:
+      'Chat turns by where they ran: gateway_quiet (no notification), gateway_notified (some of its batches ' +
+      'notified to the workflow), workflow (the chat-turn update), stored (answered from an earlier attempt)',
+    labelNames: ['path'] as const,
+    registers: [registry],
+  });
+  const turnRulesWait = new Histogram({
+    name: 'dctx_chat_turn_rules_wait_seconds',
+    help:
+      "How long a chat turn waited for the workflow's next rules (standing: judged = it could have run notified, " +
+      'unknown = else it goes to the workflow)',
+    labelNames: ['standing'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5],
+    registers: [registry],
+  });
   const db = options.db;
   if (db) {
     const compactions = new Gauge({
@@ -77,7 +98,7 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     void compactions;
     void saved;
   }
-  return { registry, phaseDuration, searchDuration, httpRequests, summaryRetention };
+  return { registry, phaseDuration, searchDuration, httpRequests, summaryRetention, chatTurns, turnRulesWait };
 }
 
 /** Wraps every activity so its duration lands in `dctx_activity_duration_seconds`. */

@@ -23,21 +23,24 @@ import type {
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import type { ChatMessage } from '../../engine/index.js';
-import { foldQuiet, rulesJudgeTurn } from '../../engine/index.js';
+import { foldQuiet } from '../../engine/index.js';
 import { getConversationAndRow, waitApplied } from '../../infra/db/conversations.js';
 import { toStoredMessage } from '../../infra/db/messageRows.js';
 import type { StoredMessage } from '../../infra/db/messages.js';
-import { decideNotification, type NotifyDecision, standingOf } from '../../infra/db/quietBatches.js';
+import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import { type TurnRecord, turnUsage } from '../../infra/db/turns.js';
 import { isTransientFailure } from '../../infra/llm/errors.js';
 import type { ChatTool } from '../../infra/llm/types.js';
+import type { Metrics } from '../../infra/metrics/registry.js';
 import { recoveryCompletedBy } from '../../workflows/conversation/cacheTelemetry.js';
 import type { AppendDecided, AppendDecideOptions } from './batchAppend.js';
 import { ChatUnavailableError, HttpError, InvalidRequestError } from './errors.js';
 import { statusOf, storedBatchOf, turnIdOf } from './logView.js';
 import { TranscriptCache } from './transcriptCache.js';
+import { TurnQueue } from './turnQueue.js';
+import { rulesWait, type TurnWaits } from './turnWaits.js';
 
 export interface ChatTurnReply extends Omit<TurnResult, 'replyMessageId'> {
   reply: ChatMessage;
@@ -63,19 +66,12 @@ export interface TurnHost {
   notify(tenantId: string, row: ConversationRow, batch: StoredBatch): Promise<void>;
 }
 
-/** How long a turn waits for the workflow's next rules when the rules are not current (rulesWaitMs). */
-export interface TurnWaits {
-  /** What was notified since the rules is not known: else the turn goes to the workflow. Default 250 ms. */
-  unknownMs?: number;
-  /**
-   * The turn could run here unwaited (what was notified since the rules judges it), its batches notified; each
-   * notification leaves the next turn's rules stale again, so back-to-back turns would keep notifying, where with
-   * current rules they are quiet. Default 100 ms: a slow workflow adds no more to a turn that could have run.
-   */
-  judgedMs?: number;
-}
-
 type ChatRequest = { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools'] };
+
+/** Where a turn ran: in the gateway (none of its batches notified, or some), by the workflow, or stored before. */
+export type TurnPath = 'gateway_quiet' | 'gateway_notified' | 'workflow' | 'stored';
+/** The gateway's chat-turn metrics (infra/metrics/registry.ts). */
+export type TurnMetrics = Pick<Metrics, 'chatTurns' | 'turnRulesWait'>;
 
 export class ChatTurns {
   private readonly queue = new TurnQueue();
@@ -83,14 +79,17 @@ export class ChatTurns {
   readonly transcripts = new TranscriptCache();
 
   private readonly waits: Required<TurnWaits>;
+  private readonly metrics: TurnMetrics | undefined;
 
   /** `runner`: runs turns here when the rules allow; null: the workflow runs every turn. */
   constructor(
     private readonly host: TurnHost,
     private readonly runner: TurnRunner | null,
-    waits: TurnWaits = {},
+    options: { waits?: TurnWaits; metrics?: TurnMetrics } = {},
   ) {
+    const waits = options.waits ?? {};
     this.waits = { unknownMs: waits.unknownMs ?? 250, judgedMs: waits.judgedMs ?? 100 };
+    this.metrics = options.metrics;
   }
 
   async chatTurn(tenantId: string, conversationId: string, request: ChatRequest): Promise<ChatTurnReply> {
@@ -122,6 +121,10 @@ export class ChatTurns {
     return { ...turn, reply: reply.message, toolCalls: reply.message.tool_calls ?? [] };
   }
 
+  private count(path: TurnPath): void {
+    this.metrics?.chatTurns.inc({ path });
+  }
+
   private async run(
     tenantId: string,
     conversationId: string,
@@ -131,11 +134,13 @@ export class ChatTurns {
   ): Promise<RunOutcome> {
     const messages = { messages: request.messages };
     const { runner, host } = this;
-    const waitMs = runner ? rulesWaitMs(row, this.waits) : 0;
-    if (waitMs > 0) {
+    const wait = runner ? rulesWait(row, this.waits) : null;
+    if (wait) {
       // The workflow is still deciding on a batch notified before: its next rules, published within a workflow
       // task, may let this turn run here, and quiet.
-      await waitApplied(host.readDb, tenantId, conversationId, row.batch_seq, { timeoutMs: waitMs, intervalMs: 5 });
+      const waited = this.metrics?.turnRulesWait.startTimer({ standing: wait.standing });
+      await waitApplied(host.readDb, tenantId, conversationId, row.batch_seq, { timeoutMs: wait.ms, intervalMs: 5 });
+      waited?.();
     }
     let appended = await host.append(tenantId, conversationId, messages, {
       loud: !runner,
@@ -147,6 +152,7 @@ export class ChatTurns {
       // Stored by an earlier attempt; while something accepted is still undecided (e.g. that attempt's notification
       // was lost), the workflow hears again, as from a retried post.
       if (appended.decision.notify) await host.notify(tenantId, appended.head, withNotification(appended));
+      this.count('stored');
       return { outcome: storedOutcome(turnId, appended.turn) };
     }
     if (runner && appended.context) {
@@ -180,7 +186,10 @@ export class ChatTurns {
         throw err;
       }
       await told;
-      if (direct) return direct;
+      if (direct) {
+        this.count(decision.notify || direct.notified ? 'gateway_notified' : 'gateway_quiet');
+        return direct;
+      }
       // The model failed transiently: the workflow runs the turn with its durable retries (the batch is stored and
       // decided; the workflow hears of it again, as of a retried request's).
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
@@ -193,6 +202,7 @@ export class ChatTurns {
       if (appended.turn?.messageId != null) return { outcome: storedOutcome(turnId, appended.turn) };
     }
     await host.ensureWorkflow(tenantId, row);
+    this.count('workflow');
     const outcome = await host.temporal.chatTurn(tenantId, conversationId, {
       turnId,
       batch: withNotification(appended),
@@ -200,18 +210,6 @@ export class ChatTurns {
     });
     return { outcome };
   }
-}
-
-/**
- * How long a turn waits for the workflow's next rules (0: not at all). When the rules would let a turn run here but
- * are not current (infra/db/quietBatches.ts), the workflow's next publication is worth a short wait (TurnWaits).
- */
-function rulesWaitMs(row: ConversationRow, waits: Required<TurnWaits>): number {
-  const rules = row.quiet_rules;
-  if (rules?.gatewayTurns !== true) return 0;
-  const standing = standingOf(row, row.batch_seq + 1);
-  if (standing.current) return 0;
-  return rulesJudgeTurn(rules, standing, row.batch_seq + 1) ? waits.judgedMs : waits.unknownMs;
 }
 
 /** The append's batch with the notification it opened, if any. */
@@ -223,6 +221,8 @@ function withNotification({ stored, decision }: AppendDecided): StoredBatch {
 interface RunOutcome {
   outcome: TurnOutcome;
   answered?: { head: ConversationRow; reply: ChatMessage };
+  /** The reply's batch was notified (it was not quiet). */
+  notified?: boolean;
 }
 
 /** The outcome of a turn an earlier attempt stored (its reply and turn record). */
@@ -326,23 +326,8 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
     compaction: null,
   };
   const written = stored?.appended.written;
+  const notified = notifying.notify;
   return written
-    ? { outcome: result, answered: { head: written, reply: toStoredMessage(call.result.message) } }
-    : { outcome: result };
-}
-
-/** One turn at a time per conversation in this gateway, in arrival order (as the workflow's queue runs them). */
-class TurnQueue {
-  private readonly tails = new Map<string, Promise<unknown>>();
-
-  run<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const before = this.tails.get(key) ?? Promise.resolve();
-    const mine = before.then(work, work);
-    const tail = mine.catch(() => undefined);
-    this.tails.set(key, tail);
-    void tail.then(() => {
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
-    return mine;
-  }
+    ? { outcome: result, answered: { head: written, reply: toStoredMessage(call.result.message) }, notified }
+    : { outcome: result, notified };
 }

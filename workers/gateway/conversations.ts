@@ -31,9 +31,10 @@ import { getTenantPolicy } from '../../infra/db/tenants.js';
 import { startingQuietRules } from '../../workflows/conversation/quiet.js';
 import { newSessionId } from '../../workflows/ids.js';
 import { type AppendDecideOptions, appendAndDecide } from './batchAppend.js';
-import { type ChatTurnReply, ChatTurns, type TurnWaits } from './chatTurns.js';
+import { type ChatTurnReply, ChatTurns, type TurnMetrics } from './chatTurns.js';
 import { InvalidRequestError } from './errors.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
+import type { TurnWaits } from './turnWaits.js';
 
 export interface ConversationStart {
   model: string;
@@ -70,6 +71,8 @@ export interface ConversationsOptions {
   turns?: Omit<RespondDeps, 'db'>;
   /** How long a turn waits for the workflow's next rules (chatTurns.ts TurnWaits; tests lengthen them). */
   turnWaits?: TurnWaits;
+  /** Where chat turns ran and how long they waited for rules (the process's /metrics). */
+  turnMetrics?: TurnMetrics;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -107,11 +110,10 @@ export class Conversations {
     private readonly options: ConversationsOptions = {},
   ) {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 30_000;
-    this.turns = new ChatTurns(
-      this,
-      options.turns ? createTurnRunner({ ...options.turns, db }) : null,
-      options.turnWaits,
-    );
+    this.turns = new ChatTurns(this, options.turns ? createTurnRunner({ ...options.turns, db }) : null, {
+      ...(options.turnWaits ? { waits: options.turnWaits } : {}),
+      ...(options.turnMetrics ? { metrics: options.turnMetrics } : {}),
+    });
   }
 
   get readDb(): Kysely<Database> {

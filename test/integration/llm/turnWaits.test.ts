@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
+import { createMetrics } from '../../../infra/metrics/registry.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
@@ -17,6 +18,7 @@ import { batch, keyed, newTenant } from '../workflows/transcript.js';
 
 let testDb: TestDatabase;
 let stack: TestStack;
+const metrics = createMetrics({ defaultMetrics: false });
 let openai: OpenAIFake;
 const GPT = { model: 'gpt-test', provider: 'openai', contextLength: 200_000 };
 
@@ -32,7 +34,7 @@ beforeAll(async () => {
   stack = await createTestStack({
     db: testDb.db,
     activityDeps: llm,
-    conversations: { turnWaits: { judgedMs: 10_000 } },
+    conversations: { turnWaits: { judgedMs: 10_000 }, turnMetrics: metrics },
   });
 });
 afterAll(async () => {
@@ -77,6 +79,20 @@ describe('a chat turn after a notified reply', () => {
     }
     // Only the reading over the threshold was notified; the turns after it waited for the rules and were quiet.
     expect((await signalled()).slice(before.length)).toEqual(['reply 190000']);
+    // /metrics says where the turns ran and that one waited for the rules (the first turn, before any rules were
+    // published, was the workflow's).
+    /** A metric's values by label values (a histogram's count as `<labels>:count`). */
+    const counted = async (name: string) => {
+      const values = (await metrics.registry.getSingleMetric(name)?.get())?.values ?? [];
+      return Object.fromEntries(
+        values.map((v) => {
+          const count = (v as { metricName?: string }).metricName?.endsWith('_count') === true;
+          return [`${Object.values(v.labels).join(',')}${count ? ':count' : ''}`, v.value];
+        }),
+      );
+    };
+    expect(await counted('dctx_chat_turns_total')).toEqual({ workflow: 1, gateway_notified: 1, gateway_quiet: 2 });
+    expect((await counted('dctx_chat_turn_rules_wait_seconds'))['judged:count']).toBe(1);
     const status = await stack.client.status(t, conv);
     expect(status.appliedSeq).toBe(status.batchSeq);
     expect(status.lastPromptTokens).toBe(2_100);
