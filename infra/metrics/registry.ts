@@ -23,52 +23,46 @@ export interface Metrics {
 export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'dctx_process_' });
-  const phaseDuration = new Histogram({
-    name: 'dctx_activity_duration_seconds',
-    help: 'Duration of worker activities (compaction phases, store operations) by activity and outcome',
-    labelNames: ['activity', 'outcome'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    registers: [registry],
-  });
-  const searchDuration = new Histogram({
-    name: 'dctx_search_duration_seconds',
-    help: 'Search latency by path (latin, cjk, none)',
-    labelNames: ['path'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
-  const httpRequests = new Counter({
-    name: 'dctx_http_requests_total',
-    help: 'HTTP requests by route and status code',
-    labelNames: ['route', 'status'] as const,
-    registers: [registry],
-  });
-  const summaryRetention = new Histogram({
-    name: 'dctx_summary_retention_ratio',
-    help:
-      "Share of the window's pinned identifiers and user constraints kept by an LLM summary, before and after the " +
+  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]) =>
+    new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] });
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[]) =>
+    new Counter<L>({ name, help, labelNames, registers: [registry] });
+  const phaseDuration = histogram(
+    'dctx_activity_duration_seconds',
+    'Duration of worker activities (compaction phases, store operations) by activity and outcome',
+    ['activity', 'outcome'],
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  );
+  const searchDuration = histogram(
+    'dctx_search_duration_seconds',
+    'Search latency by path (latin, cjk, none)',
+    ['path'],
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  );
+  const httpRequests = counter('dctx_http_requests_total', 'HTTP requests by route and status code', [
+    'route',
+    'status',
+  ]);
+  const summaryRetention = histogram(
+    'dctx_summary_retention_ratio',
+    "Share of the window's pinned identifiers and user constraints kept by an LLM summary, before and after the " +
       'quality gate (re-prompt, then deterministic append)',
-    labelNames: ['stage'] as const,
-    buckets: [0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1],
-    registers: [registry],
-  });
-  const chatTurns = new Counter({
-    name: 'dctx_chat_turns_total',
-    help:
-      'Chat turns by where they ran: gateway_quiet (no notification), gateway_notified (some of its batches ' +
+    ['stage'],
+    [0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1],
+  );
+  const chatTurns = counter(
+    'dctx_chat_turns_total',
+    'Chat turns by where they ran: gateway_quiet (no notification), gateway_notified (some of its batches ' +
       'notified to the workflow), workflow (the chat-turn update), stored (answered from an earlier attempt)',
-    labelNames: ['path'] as const,
-    registers: [registry],
-  });
-  const turnRulesWait = new Histogram({
-    name: 'dctx_chat_turn_rules_wait_seconds',
-    help:
-      "How long a chat turn waited for the workflow's next rules (standing: judged = it could have run notified, " +
+    ['path'],
+  );
+  const turnRulesWait = histogram(
+    'dctx_chat_turn_rules_wait_seconds',
+    "How long a chat turn waited for the workflow's next rules (standing: judged = it could have run notified, " +
       'unknown = else it goes to the workflow)',
-    labelNames: ['standing'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5],
-    registers: [registry],
-  });
+    ['standing'],
+    [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5],
+  );
   const db = options.db;
   if (db) {
     const compactions = new Gauge({
