@@ -125,6 +125,12 @@ export class ChatTurns {
     this.metrics?.chatTurns.inc({ path });
   }
 
+  /** A turn an earlier attempt stored: its outcome. */
+  private storedBefore(turnId: string, turn: TurnRecord): RunOutcome {
+    this.count('stored');
+    return { outcome: storedOutcome(turnId, turn) };
+  }
+
   private async run(
     tenantId: string,
     conversationId: string,
@@ -152,8 +158,7 @@ export class ChatTurns {
       // Stored by an earlier attempt; while something accepted is still undecided (e.g. that attempt's notification
       // was lost), the workflow hears again, as from a retried post.
       if (appended.decision.notify) await host.notify(tenantId, appended.head, withNotification(appended));
-      this.count('stored');
-      return { outcome: storedOutcome(turnId, appended.turn) };
+      return this.storedBefore(turnId, appended.turn);
     }
     if (runner && appended.context) {
       const { head, context, stored, decision } = appended;
@@ -193,13 +198,13 @@ export class ChatTurns {
       // The model failed transiently: the workflow runs the turn with its durable retries (the batch is stored and
       // decided; the workflow hears of it again, as of a retried request's).
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
-      if (appended.turn?.messageId != null) return { outcome: storedOutcome(turnId, appended.turn) };
+      if (appended.turn?.messageId != null) return this.storedBefore(turnId, appended.turn);
     }
     if (!appended.decision.notify || !appended.decision.notification) {
       // The batch was stored before (a retried request): the update opens a new epoch and carries the fold, as
       // every notification the workflow decides on must.
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
-      if (appended.turn?.messageId != null) return { outcome: storedOutcome(turnId, appended.turn) };
+      if (appended.turn?.messageId != null) return this.storedBefore(turnId, appended.turn);
     }
     await host.ensureWorkflow(tenantId, row);
     this.count('workflow');

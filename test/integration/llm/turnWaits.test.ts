@@ -92,6 +92,10 @@ describe('a chat turn after a notified reply', () => {
       );
     };
     expect(await counted('dctx_chat_turns_total')).toEqual({ workflow: 1, gateway_notified: 1, gateway_quiet: 2 });
+    // A retried turn is answered from what its first attempt stored, and counted as such.
+    const again = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'four?' }], 'w4') });
+    expect(again.reply.content).toBe('and after');
+    expect((await counted('dctx_chat_turns_total')).stored).toBe(1);
     expect((await counted('dctx_chat_turn_rules_wait_seconds'))['judged:count']).toBe(1);
     const status = await stack.client.status(t, conv);
     expect(status.appliedSeq).toBe(status.batchSeq);
