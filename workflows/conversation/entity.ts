@@ -53,10 +53,7 @@ const LOCAL_RESPOND_PATCH = 'local-respond';
 const MAX_NOTICES = 20;
 /** Patch id of background compaction (issue #11 §4): workflows that started before it keep blocking. */
 const BACKGROUND_COMPACTION_PATCH = 'background-compaction';
-/**
- * Patch id: batches committed while a background compaction runs may be quiet; the workflow applies their fold
- * before the outcome (histories recorded before it published rules under which every such batch was notified).
- */
+/** Patch id: batches may stay quiet while a background compaction runs; their fold is applied before its outcome. */
 const FOLD_AT_SETTLE_PATCH = 'fold-at-settle';
 
 const neverSummarize = async (): Promise<string> => {
@@ -151,9 +148,8 @@ export class ConversationEntity {
   }
 
   /**
-   * Before a background compaction's outcome: a new notification epoch (the rules published while it ran are void)
-   * and the quiet batches committed meanwhile, applied first — they came before the outcome, as each would have
-   * been applied had it been notified (activities/conversation.ts openNotification).
+   * Before a background compaction's outcome: a new notification epoch (activities/conversation.ts openNotification)
+   * and the quiet batches committed meanwhile, applied first, as each would have been had it been notified.
    */
   private async foldBeforeSettle(): Promise<void> {
     if (!patched(FOLD_AT_SETTLE_PATCH)) return;
