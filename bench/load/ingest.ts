@@ -143,7 +143,25 @@ export interface StatusReads {
   stop(): Promise<void>;
 }
 
-/** GET …/status of random conversations, `perSecond` a second, until `stop()`; waits for the reads in flight. */
+/** One GET …/status of `conversation`, tallied into `reads`. */
+async function readStatus(
+  http: JsonHttp,
+  reads: StatusReads,
+  conversation: BenchConversation,
+  timeoutMs: number,
+): Promise<void> {
+  const answer = await http.request('GET', `/v1/conversations/${conversation.id}/status`, {
+    token: conversation.tenant.key,
+    timeoutMs,
+  });
+  reads.outcomes.add(outcomeOf(answer));
+  if (answer.status === 200) reads.latencies.push(answer.ms);
+  else {
+    reads.failures += 1;
+    if (answer.error === 'timeout') reads.timeouts += 1;
+  }
+}
+
 /**
  * Every conversation's status read once, `concurrency` at a time (the issue's "GET …/status right after the burst"):
  * resolves when all are answered or timed out.
@@ -157,24 +175,13 @@ export async function statusBurst(
   const reads: StatusReads = { latencies: [], outcomes: new Tally(), timeouts: 0, failures: 0, stop: async () => {} };
   let next = 0;
   const reader = async () => {
-    while (next < conversations.length) {
-      const conversation = conversations[next++]!;
-      const answer = await http.request('GET', `/v1/conversations/${conversation.id}/status`, {
-        token: conversation.tenant.key,
-        timeoutMs,
-      });
-      reads.outcomes.add(outcomeOf(answer));
-      if (answer.status === 200) reads.latencies.push(answer.ms);
-      else {
-        reads.failures += 1;
-        if (answer.error === 'timeout') reads.timeouts += 1;
-      }
-    }
+    while (next < conversations.length) await readStatus(http, reads, conversations[next++]!, timeoutMs);
   };
   await Promise.all(Array.from({ length: Math.max(1, concurrency) }, reader));
   return reads;
 }
 
+/** GET …/status of random conversations, `perSecond` a second, until `stop()`; waits for the reads in flight. */
 export function statusReads(
   http: JsonHttp,
   conversations: readonly BenchConversation[],
@@ -192,19 +199,8 @@ export function statusReads(
     },
   };
   const inFlight = new Set<Promise<void>>();
-  const read = async () => {
-    const conversation = conversations[Math.floor(Math.random() * conversations.length)]!;
-    const answer = await http.request('GET', `/v1/conversations/${conversation.id}/status`, {
-      token: conversation.tenant.key,
-      timeoutMs,
-    });
-    reads.outcomes.add(outcomeOf(answer));
-    if (answer.status === 200) reads.latencies.push(answer.ms);
-    else {
-      reads.failures += 1;
-      if (answer.error === 'timeout') reads.timeouts += 1;
-    }
-  };
+  const read = () =>
+    readStatus(http, reads, conversations[Math.floor(Math.random() * conversations.length)]!, timeoutMs);
   const timer = setInterval(
     () => {
       const pending = read();
