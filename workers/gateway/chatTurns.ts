@@ -303,9 +303,12 @@ async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: Notif
     decision = decided.decision;
     // A quiet reply that completes the cache-recovery measurement the workflow published: on the compaction's
     // record now (the workflow records the same when the fold reaches it, perhaps much later).
-    recovery = decided.decision.notify
-      ? null
-      : recoveryCompletedBy(locked.state?.cache, locked.quiet_fold, foldQuiet(locked.quiet_fold, reply));
+    // The fold is recomputed only while a measurement runs (decideNotification folded it for the row already).
+    const published = locked.state?.cache;
+    recovery =
+      decided.decision.notify || !published?.watching
+        ? null
+        : recoveryCompletedBy(published, locked.quiet_fold, foldQuiet(locked.quiet_fold, reply));
     return decided.set;
   });
   const outcome = stored ? stored.result : await runner.storedTurn(input);
