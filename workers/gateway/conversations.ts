@@ -4,6 +4,7 @@
 // needs the workflow (chat turns, manual compaction, model switch) is accepted within a bounded time or refused as
 // unavailable.
 import { randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import type { Kysely } from 'kysely';
 import { createTurnRunner, type RespondDeps } from '../../activities/respond.js';
 import { type ConversationClient, TemporalUnavailableError } from '../../clients/conversationClient.js';
@@ -162,6 +163,20 @@ export class Conversations {
     await this.temporal.start(inputOf(tenantId, row, this.knobsOf(tenantId, row.id)));
   }
 
+  /**
+   * The starting rules the conversation's batches were judged by are the ones its tenant's policy gives now: a
+   * policy changed in the instant it was created leaves them stale until the workflow's first publication.
+   */
+  private async startingRulesHold(tenantId: string, row: ConversationRow): Promise<boolean> {
+    if (row.quiet_rules === null) return false;
+    const window = { model: row.model, provider: row.provider, contextLength: row.context_length };
+    const current = await this.startingRules(tenantId, window);
+    if (!current) return false;
+    // Compared as stored (JSON drops undefined fields), whatever the epoch since.
+    const asStored = JSON.parse(JSON.stringify({ ...current, epoch: row.quiet_rules.epoch }));
+    return isDeepStrictEqual(asStored, row.quiet_rules);
+  }
+
   private async startingRules(tenantId: string, start: ConversationStart) {
     const base = this.options.baseConfig;
     if (!base) return null;
@@ -232,6 +247,19 @@ export class Conversations {
       );
     }
     return statusOf(tenantId, applied);
+  }
+
+  /**
+   * `sync` for a read (GET …/context): a conversation whose workflow never started, every batch decided at commit
+   * by starting rules that are still the tenant's, has nothing due, so the read answers from PostgreSQL without
+   * starting a workflow (issue #11 §3: reads never write to Temporal history).
+   */
+  async syncForRead(tenantId: string, conversationId: string): Promise<PublishedStatus> {
+    const row = await this.require(tenantId, conversationId);
+    if (row.state === null && row.applied_seq >= row.batch_seq && (await this.startingRulesHold(tenantId, row))) {
+      return statusOf(tenantId, row);
+    }
+    return this.sync(tenantId, conversationId);
   }
 
   /**

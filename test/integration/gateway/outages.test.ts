@@ -3,7 +3,7 @@
 // it — never 500 — and nothing accepted is lost.
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
-import { Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,7 @@ import { createMetrics } from '../../../infra/metrics/registry.js';
 import { freePort } from '../../../infra/temporal/devServer.js';
 import { buildGateway } from '../../../workers/gateway/app.js';
 import { Conversations } from '../../../workers/gateway/conversations.js';
+import { conversationWorkflowId } from '../../../workflows/ids.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { allRows } from '../workflows/transcript.js';
 
@@ -121,6 +122,71 @@ describe('the worker is down', () => {
     expect(caughtUp.json.status).toMatchObject({ activeMessages: 4, batchSeq: 4, appliedSeq: 4 });
     const context = await gw.call('GET', `/v1/conversations/${conv}/context`, key);
     expect(context.json.messages.map((m: any) => m.content)).toEqual(['before', 'during', 'waiting', 'after']);
+  });
+});
+
+describe('reads never write to Temporal history (issue #11 §3)', () => {
+  /** Every read route of one conversation, as a dashboard polls them. */
+  const readsOf = (conv: string) => [
+    `/v1/conversations/${conv}/status`,
+    `/v1/conversations/${conv}/messages`,
+    `/v1/conversations/${conv}/messages?archived=true`,
+    `/v1/conversations/${conv}/context`,
+    '/v1/search?q=quietly',
+    '/v1/compactions',
+  ];
+  const workflowOf = async (tenantId: string, conv: string) =>
+    new Client({ connection: gw.stack.connection }).workflow.getHandle(conversationWorkflowId(tenantId, conv));
+
+  it('a conversation whose batches were all decided at commit: reads answer with the worker down, start nothing', async () => {
+    const { id, key } = await gw.tenant();
+    const conv = (await gw.call('POST', '/v1/conversations', key, {})).json.conversationId as string;
+    const posted = await gw.call('POST', `/v1/conversations/${conv}/messages`, key, {
+      messages: [message('quietly stored', 'q0'), message('quietly kept', 'q1')],
+    });
+    expect(posted.status).toBe(202);
+    await gw.stack.stopWorker();
+    try {
+      for (const path of readsOf(conv)) {
+        const res = await gw.call('GET', path, key);
+        expect(res.status, `${path}: ${res.text}`).toBe(200);
+      }
+      const context = await gw.call('GET', `/v1/conversations/${conv}/context`, key);
+      expect(context.json.messages.map((m: any) => m.content)).toEqual(['quietly stored', 'quietly kept']);
+      const hits = await gw.call('GET', '/v1/search?q=quietly', key);
+      expect(hits.json.results).toHaveLength(2);
+      // No workflow was started for it: there is no history to write to.
+      const describe = (await workflowOf(id, conv)).describe();
+      await expect(describe).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    } finally {
+      await gw.stack.startWorker();
+    }
+  });
+
+  it('a running conversation: its history is not one event longer after every read', async () => {
+    const { id, key } = await gw.tenant();
+    const conv = (await gw.call('POST', '/v1/conversations', key, {})).json.conversationId as string;
+    await gw.call('POST', `/v1/conversations/${conv}/messages`, key, { messages: [message('quietly asked', 'r0')] });
+    // A manual compaction starts the workflow and blocks until it is decided; then the workflow is idle.
+    expect((await gw.call('POST', `/v1/conversations/${conv}/compact`, key, {})).status).toBe(200);
+    const handle = await workflowOf(id, conv);
+    const length = async () => (await handle.fetchHistory()).events?.length ?? 0;
+    // Idle: the workflow task after the update (its publication) has completed.
+    let before = await length();
+    for (let settled = false; !settled; ) {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const now = await length();
+      settled = now === before;
+      before = now;
+    }
+    expect(before).toBeGreaterThan(0);
+    for (let round = 0; round < 3; round++) {
+      for (const path of readsOf(conv)) {
+        const res = await gw.call('GET', path, key);
+        expect(res.status, `${path}: ${res.text}`).toBe(200);
+      }
+    }
+    expect((await handle.fetchHistory()).events?.length ?? 0).toBe(before);
   });
 });
 

@@ -1,6 +1,6 @@
 // Temporal history holds decisions and ids, never message content (issue #11 §1, DESIGN.md §3 claim check): a
 // conversation whose messages, tool output, model reply and summaries all carry a canary goes through an automatic
-// (background) compaction, a chat turn, a compaction whose summary fails (fallback) and its replay; then every
+// (background) compaction, a chat turn in the gateway and one in the workflow, a compaction whose summary fails (fallback) and its replay; then every
 // workflow history of the tenant is fetched, payloads decoded, and the canary is nowhere in them — while the
 // store and the API answers do hold it.
 import { randomUUID } from 'node:crypto';
@@ -9,7 +9,7 @@ import type { ChatMessage, Summarizer } from '../../../engine/index.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import { fakeOpenAIProvider } from '../../support/fakes/openaiProvider.js';
-import { reply } from '../../support/fakes/script.js';
+import { reply, serverError } from '../../support/fakes/script.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { historyText } from '../../support/harness/historyText.js';
 import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
@@ -92,6 +92,14 @@ describe('claim check', () => {
       messages: keyed([{ role: 'user', content: `what about ${CANARY}?` }]),
     });
     expect(turn.reply.content).toContain(CANARY);
+    // A turn the workflow runs (the gateway's model call fails transiently: the workflow's respond activity retries
+    // it durably), with the canary in its question and reply too.
+    openai.enqueue(serverError(503));
+    openai.enqueue(reply(`the retried answer mentions ${CANARY}`));
+    const durable = await stack.client.chatTurn(t, conv, {
+      messages: keyed([{ role: 'user', content: `and the retried ${CANARY}?` }]),
+    });
+    expect(durable.reply.content).toContain(`retried answer mentions ${CANARY}`);
 
     // A compaction whose summary fails (fallback), then its replay with a working summariser.
     for (let i = 7; i < 10; i++) await stack.client.submit(t, conv, batch(exchange(i)));
@@ -113,10 +121,13 @@ describe('claim check', () => {
     expect(live.filter((r) => r.summary_body?.includes(CANARY))).toHaveLength(1);
 
     const { ids, text } = await historiesOf(t, conv);
-    // The conversation, its three compactions and the replay were all looked at.
+    // The conversation, its two compactions and the replay were all looked at.
     expect(ids.filter((id) => id.startsWith('compact:'))).toHaveLength(2);
     expect(ids.filter((id) => id.startsWith('replay:'))).toHaveLength(1);
     expect(text).toContain('batchStored');
+    // The second turn went through the workflow (its update and its respond activity are in the history).
+    expect(text).toContain('chatTurn');
+    expect(text).toContain('respond');
     // Payloads are decoded (a field of the published status, inside an activity's input), and hold no canary.
     expect(text).toContain('appliedSeq');
     expect(text).not.toContain(CANARY);

@@ -3,6 +3,7 @@
 // effect reaches the workflow folded into the next notification; a batch that could decide is notified at once.
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { setTenantPolicy } from '../../../infra/db/tenants.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
@@ -164,10 +165,29 @@ describe('quiet batches', () => {
     const handle = stack.temporal.client.workflow.getHandle(conversationWorkflowId(t, conv));
     await expect(handle.describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
 
-    // A read that must reflect every decision starts the workflow; it applies the fold when it opens.
+    // A read of the prepared context needs nothing from it: nothing is due under the starting rules.
+    expect(await stack.client.syncForRead(t, conv)).toMatchObject({ published: false, appliedSeq: 4 });
+    await expect(handle.describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    // A wait that must reflect every decision (a post with `wait`) starts the workflow; it applies the fold when it
+    // opens.
     const synced = await stack.client.sync(t, conv);
     expect(synced).toMatchObject({ published: true, processedBatches: 4, lastPromptTokens: 5_300, appliedSeq: 4 });
     const query = await handle.query<{ lastPromptTokens: number; processedBatches: number }>('status');
     expect(query).toMatchObject({ lastPromptTokens: 5_300, processedBatches: 4 });
+  });
+
+  it("starting rules that are no longer the tenant's: a read of the prepared context starts the workflow", async () => {
+    const t = await newTenant(testDb.db);
+    const conv = randomUUID();
+    await stack.client.create(t, conv, MODEL);
+    await stack.client.submit(t, conv, exchange(0, 5_000));
+    // As if the conversation had been created in the instant its tenant's policy changed (the rules it was given
+    // come from the policy before): the batch was judged quiet by rules the tenant no longer has.
+    await sql`UPDATE conversations SET quiet_rules = jsonb_set(quiet_rules, '{thresholdTokens}', '190000')
+               WHERE tenant_id = ${t} AND id = ${conv}`.execute(testDb.db);
+    expect(await stack.client.status(t, conv)).toMatchObject({ published: false, appliedSeq: 1 });
+    const read = await stack.client.syncForRead(t, conv);
+    expect(read).toMatchObject({ published: true, processedBatches: 1, lastPromptTokens: 5_000 });
+    expect(read.thresholdTokens).toBeLessThan(190_000);
   });
 });

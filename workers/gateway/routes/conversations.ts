@@ -136,7 +136,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
       },
       async (request) => {
         const { conversationId } = request.params;
-        const status = await conversations.sync(request.tenantId, conversationId);
+        const status = await conversations.syncForRead(request.tenantId, conversationId);
         const model = request.query.model ?? status.model;
         const provider = request.query.provider || status.provider || null;
         const rows = await loadTranscript(deps.readDb ?? deps.db, request.tenantId, status.sessionId);
