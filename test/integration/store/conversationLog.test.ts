@@ -103,6 +103,40 @@ describe('conversation records and appends', () => {
     expect(dup.totals).toEqual(first.totals);
   });
 
+  it('concurrent posts to one conversation are serialised: no deadlock, every batch once, contiguous, in lock order', async () => {
+    const conv = await newConversation();
+    const batches = Array.from({ length: 16 }, (_, b) =>
+      keyed([user(`q${b}`), assistant(`a${b}`), user(`f${b}`)], `b${b}`),
+    );
+    // Sixteen posts at once, and four retries of some of them racing their first attempt.
+    const results = await Promise.all(
+      [...batches, batches[0], batches[5], batches[5], batches[15]].map((items) =>
+        appendToConversation(testDb.db, TENANT, conv, items as NonNullable<typeof items>),
+      ),
+    );
+    const fresh = results.filter((r) => r.appended.length > 0);
+    expect(fresh).toHaveLength(16);
+    expect(results.filter((r) => r.appended.length === 0).every((r) => r.duplicates.length === 3)).toBe(true);
+    // Every batch is written whole by one transaction, which took the next batch number and the next positions.
+    fresh.sort((x, y) => (x.totals?.batchSeq ?? 0) - (y.totals?.batchSeq ?? 0));
+    expect(fresh.map((r) => r.totals?.batchSeq)).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+    fresh.forEach((r, i) => {
+      expect(r.appended.map((m) => m.position)).toEqual([3 * i, 3 * i + 1, 3 * i + 2]);
+    });
+    const head = await getConversation(testDb.db, TENANT, conv);
+    expect(head).toMatchObject({ batch_seq: 16, active_messages: 48 });
+    const stored = (await listMessages(testDb.db, TENANT, head?.current_session_id as string)).map(
+      (r) => r.message.content as string,
+    );
+    expect(stored).toHaveLength(48);
+    // Contiguous and in each post's own order; no message twice.
+    for (let i = 0; i < 48; i += 3) {
+      const b = (stored[i] as string).slice(1);
+      expect(stored.slice(i, i + 3)).toEqual([`q${b}`, `a${b}`, `f${b}`]);
+    }
+    expect(new Set(stored).size).toBe(48);
+  });
+
   it('another message under a used key refuses the whole batch: 409 material, nothing written', async () => {
     const conv = await newConversation();
     await appendToConversation(testDb.db, TENANT, conv, keyed([user('original')], 'k'));

@@ -72,6 +72,22 @@ const tagged = (role: 'user' | 'assistant' | 'system', text = ''): ChatMessage =
 });
 const tagOf = (row: StoredRow): string => /⟨([mr]\d+)⟩/.exec(row.content ?? '')?.[1] ?? `?${row.id}`;
 const tagOfMessage = (m: ChatMessage): string => /⟨([mr]\d+)⟩/.exec(String(m.content))?.[1] ?? '?';
+/** An assistant message with one tool call (tagged, so its row says which message it is) and its call id. */
+const toolCall = (): { message: ChatMessage; id: string } => {
+  const id = `call_${++counter}`;
+  const message: ChatMessage = {
+    role: 'assistant',
+    content: `⟨m${counter}⟩ assistant calls ${id}`,
+    tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: '{"path":"notes.txt"}' } }],
+  };
+  return { message, id };
+};
+const toolResult = (id: string): ChatMessage => ({
+  role: 'tool',
+  tool_call_id: id,
+  name: 'read_file',
+  content: `⟨m${++counter}⟩ result of ${id}`,
+});
 
 interface Conversation {
   t: string;
@@ -196,6 +212,13 @@ describe('background compaction (SPEC §19 background)', () => {
       await submit(c, more);
       late.push(...more.map(tagOfMessage));
       expect((await stack.client.sync(c.t, c.conv)).compacting).not.toBeNull();
+      // A turn while the 5 s summary runs does not wait for it either.
+      openai.enqueue(reply('⟨r3⟩ answered during the retried summary'));
+      const meanwhile = tagged('user', 'a question during the retried summary');
+      const turned = await stack.client.chatTurn(c.t, c.conv, { messages: keyed([meanwhile]) });
+      c.order.push(tagOfMessage(meanwhile), 'r3');
+      late.push(tagOfMessage(meanwhile), 'r3');
+      expect(turned.status.compacting).not.toBeNull();
 
       const settled = await stack.client.settled(c.t, c.conv, 120_000);
       expect(settled.compacting).toBeNull();
@@ -250,6 +273,41 @@ describe('background compaction (SPEC §19 background)', () => {
     expect(settled.compacting).toBeNull();
   });
 
+  it('a chat turn above the hygiene threshold waits for the running compaction, then goes out compacted', async () => {
+    const c = await open({});
+    const release = holdSummariser();
+    const entered = summariser.entered;
+    await trigger(c);
+    await until('the summariser call', () => summariser.entered > entered);
+    // The model's last reading is over 85 % of the window: the next turn must not go out as the context stands.
+    await submit(c, [tagged('assistant')], {
+      prompt_tokens: OVER_HYGIENE,
+      completion_tokens: 10,
+      total_tokens: OVER_HYGIENE + 10,
+    });
+    const asked = openai.chatRequests().length;
+    openai.enqueue(reply('⟨r9⟩ answered after the compaction'));
+    let answered = false;
+    const turn = stack.client
+      .chatTurn(c.t, c.conv, { messages: keyed([tagged('user', 'a question over the safety net')]) })
+      .then((result) => {
+        answered = true;
+        return result;
+      });
+    await sleep(1_000);
+    expect(answered).toBe(false);
+    expect(openai.chatRequests()).toHaveLength(asked);
+
+    release();
+    const result = await turn;
+    expect(result.reply.content).toContain('⟨r9⟩');
+    expect(openai.chatRequests()).toHaveLength(asked + 1);
+    // It went out with the summary in place of the window, not with the context over the safety net.
+    const sent = JSON.stringify(openai.chatRequests().at(-1)?.body?.messages ?? null);
+    expect(sent).toContain('Keep the conversation going');
+    expect(sent).not.toContain(`⟨${c.order[3]}⟩`);
+  });
+
   it('background: false blocks the conversation until the compaction is done', async () => {
     const c = await open({ background: false });
     const release = holdSummariser();
@@ -264,7 +322,9 @@ describe('background compaction (SPEC §19 background)', () => {
   });
 
   it('whatever arrives before and during the compaction, the commit keeps it all, in order (property)', async () => {
-    const batchOf = fc.array(fc.constantFrom<'user' | 'assistant'>('user', 'assistant'), {
+    // A batch: user and assistant messages, and tool calls whose result comes with the next batch — so a call may be
+    // the last message stored when the compaction starts, its result accepted while the summary runs.
+    const batchOf = fc.array(fc.constantFrom<'user' | 'assistant' | 'call'>('user', 'assistant', 'call'), {
       minLength: 1,
       maxLength: 3,
     });
@@ -277,21 +337,41 @@ describe('background compaction (SPEC §19 background)', () => {
           const c = await open({ in_place: inPlace });
           const release = holdSummariser();
           const entered = summariser.entered;
+          let pending: string[] = [];
+          /** The batch's messages: the results of the calls left open by the one before, then its own. */
+          const messagesOf = (kinds: Array<'user' | 'assistant' | 'call'>): ChatMessage[] => {
+            const messages = pending.map((id) => toolResult(id));
+            pending = [];
+            for (const kind of kinds) {
+              if (kind !== 'call') {
+                messages.push(tagged(kind));
+                continue;
+              }
+              // A call ends its batch: its result is the next message.
+              const call = toolCall();
+              messages.push(call.message);
+              pending.push(call.id);
+              break;
+            }
+            return messages;
+          };
           await trigger(c);
           // Accepted before the summariser is called: inside or outside the compaction's window.
-          for (const roles of beforeCall)
-            await submit(
-              c,
-              roles.map((r) => tagged(r)),
-            );
+          for (const kinds of beforeCall) await submit(c, messagesOf(kinds));
           await until('the summariser call', () => summariser.entered > entered);
           const late: string[] = [];
-          for (const roles of afterCall) {
-            const messages = roles.map((r) => tagged(r));
+          for (const kinds of afterCall) {
+            const messages = messagesOf(kinds);
             await submit(c, messages);
             late.push(...messages.map(tagOfMessage));
           }
           release();
+          // The last calls' results arrive as the compaction commits.
+          if (pending.length > 0) {
+            const results = messagesOf([]);
+            await submit(c, results);
+            late.push(...results.map(tagOfMessage));
+          }
           const status = await stack.client.settled(c.t, c.conv);
           expect(status.compressionCount).toBe(1);
           await expectSwapped(c, late);
@@ -299,9 +379,15 @@ describe('background compaction (SPEC §19 background)', () => {
           // Nothing summarised came from after the summariser's call.
           const archived = rows.filter((r) => r.compacted).map(tagOf);
           for (const tag of late) expect(archived).not.toContain(tag);
+          // No tool call was cut from its result: a result in the live transcript has its call there, before it.
+          const live = (await activeTranscript(testDb.db, c.t, status.sessionId)).map((r) => r.content ?? '');
+          live.forEach((content, i) => {
+            const id = /result of (call_\d+)/.exec(content)?.[1];
+            if (id) expect(live.slice(0, i).some((earlier) => earlier.endsWith(`calls ${id}`))).toBe(true);
+          });
         },
       ),
-      { numRuns: 6 },
+      { numRuns: 8 },
     );
   });
 });
