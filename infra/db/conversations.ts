@@ -23,6 +23,8 @@ export interface NewConversation {
   title: string | null;
   /** The quiet rules before the workflow's first publication (migration 0009); null: notify every batch till then. */
   quietRules?: QuietRules | null;
+  /** A branch of another conversation (issue #12: a diverging history): the session it branched from. */
+  parentSessionId?: string | null;
 }
 
 /** The totals of the live transcript at a version of the conversation, and the batches accepted by then. */
@@ -52,6 +54,7 @@ export async function createConversation(
       model: input.model,
       provider: input.provider,
       title: input.title,
+      parentSessionId: input.parentSessionId ?? null,
     });
     const inserted = await tx
       .insertInto('conversations')

@@ -15,6 +15,7 @@ import { installJsonBodyParser } from './jsonBody.js';
 import { adminRoutes } from './routes/admin.js';
 import { compactionRoutes } from './routes/compactions.js';
 import { conversationRoutes } from './routes/conversations.js';
+import { openAIChatRoutes } from './routes/openaiChat.js';
 import { opsRoutes } from './routes/ops.js';
 import { searchRoutes } from './routes/search.js';
 import { installValidators } from './validators.js';
@@ -35,6 +36,8 @@ export interface GatewayDeps {
   /** config.yaml `providers:` (the caching route of the prepared context); null or absent: none configured. */
   providers?: ProvidersConfig | null;
   defaultModel: { model: string; provider: string | null; contextLength: number | null };
+  /** Where the providers' API keys are read (default: process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
   /** Largest accepted request body in bytes (default 1 MiB). */
   bodyLimit?: number;
   /** Time to receive a whole request, headers and body (default 30 s). */
@@ -94,5 +97,6 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(conversationRoutes(deps));
   await app.register(compactionRoutes(deps));
   await app.register(searchRoutes(deps));
+  await app.register(openAIChatRoutes(deps));
   return app;
 }

@@ -1,5 +1,5 @@
-// Bearer authentication: a tenant key (stored hashed) scopes every request to its tenant; the admin key (from the
-// environment) may create tenants, keys and policies.
+// Bearer authentication (or `x-api-key`): a tenant key (stored hashed) scopes every request to its tenant; the admin
+// key (from the environment) may create tenants, keys and policies.
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -16,7 +16,12 @@ declare module 'fastify' {
 
 function bearer(request: FastifyRequest): string {
   const header = request.headers.authorization;
-  if (!header) throw new HttpError(401, 'missing Authorization header (expected: Bearer <key>)');
+  if (!header) {
+    // Anthropic's clients send the key as `x-api-key` (issue #12: drop-in endpoints); any route takes it.
+    const apiKey = request.headers['x-api-key'];
+    if (typeof apiKey === 'string' && apiKey.trim() !== '') return apiKey.trim();
+    throw new HttpError(401, 'missing Authorization header (expected: Bearer <key>, or x-api-key: <key>)');
+  }
   const match = /^Bearer\s+(\S+)$/i.exec(header);
   if (!match?.[1]) throw new HttpError(401, 'malformed Authorization header (expected: Bearer <key>)');
   return match[1];

@@ -43,6 +43,8 @@ export interface ConversationStart {
   contextLength?: number | null;
   source?: string;
   title?: string | null;
+  /** The session a branch comes from (a drop-in client's history that diverged from the stored one). */
+  parentSessionId?: string | null;
   /** Workflow knobs (tests, operations). */
   timeouts?: ConversationInput['timeouts'];
   gapWaitMs?: number;
@@ -149,6 +151,7 @@ export class Conversations {
       contextLength: start.contextLength ?? null,
       source: start.source ?? 'api',
       title: start.title ?? null,
+      parentSessionId: start.parentSessionId ?? null,
     });
     if (start.timeouts || start.gapWaitMs !== undefined) this.knobs.set(`${tenantId}\n${conversationId}`, start);
     // With starting rules the workflow starts with the first decision due (its notification starts it) or the

@@ -40,13 +40,14 @@ export const notFound = (what: string) => new HttpError(404, what);
 /** Seconds a client should wait before retrying after an outage. */
 const OUTAGE_RETRY_AFTER_S = 2;
 
-interface Classified {
+export interface Classified {
   status: number;
   message: string;
   retryAfter?: number;
 }
 
-function classify(error: FastifyError | Error): Classified {
+/** Status, message and Retry-After of an error, as every dialect of the gateway answers it. */
+export function classify(error: FastifyError | Error): Classified {
   if (error instanceof HttpError) {
     return {
       status: error.statusCode,

@@ -13,7 +13,7 @@ import { createMetrics } from '../../../infra/metrics/registry.js';
 import { buildGateway } from '../../../workers/gateway/app.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
-import { reply, toolCallsReply } from '../../support/fakes/script.js';
+import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { agentTranscript, keyed } from '../workflows/transcript.js';
 
@@ -36,7 +36,10 @@ const ROUTES: Record<string, number[]> = {
   'POST /v1/compactions/{compactionId}/replay': [200, 400, 401, 404, 409, 413, 415, 422, 500, 502, 503],
   'GET /v1/search': [200, 400, 401, 500, 503],
   'POST /v1/search': [200, 400, 401, 413, 415, 500, 503],
+  'POST /v1/chat/completions': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 502, 503],
 };
+/** Drop-in routes answer errors in their dialect (issue #12). */
+const OPENAI_DIALECT = new Set(['POST /v1/chat/completions']);
 
 const BODY_LIMIT = 64 * 1024;
 const KEYS = { FAKE_OPENAI_KEY: 'sk-openai' };
@@ -100,6 +103,8 @@ beforeAll(async () => {
     cacheTtl: '5m',
     defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
     bodyLimit: BODY_LIMIT,
+    providers: llm.providers,
+    env: KEYS,
   });
   observe(app);
   url = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -146,7 +151,15 @@ describe('the OpenAPI document', () => {
           const [contentType] = Object.keys(response.content ?? {});
           expect(contentType, where).toBeDefined();
           const schema = response.content[contentType!].schema;
-          if (Number(status) >= 400 && route !== 'GET /healthz') {
+          if (Number(status) >= 400 && OPENAI_DIALECT.has(route)) {
+            expect(schema.required, where).toEqual(['error']);
+            expect(Object.keys(schema.properties.error.properties), where).toEqual([
+              'message',
+              'type',
+              'param',
+              'code',
+            ]);
+          } else if (Number(status) >= 400 && route !== 'GET /healthz') {
             expect(schema.required, where).toEqual(['error', 'message', 'statusCode']);
             expect(Object.keys(schema.properties), where).toEqual(['error', 'message', 'statusCode']);
           } else {
@@ -237,6 +250,23 @@ describe('the routes answer as documented, and the schemas change nothing', () =
       respond: true,
     });
     expect(answer.json.reply).toMatchObject({ role: 'assistant', content: 'two files' });
+
+    // The drop-in OpenAI endpoint: a completion, a refusal naming the field, and the provider's own error.
+    openai.enqueue(reply('drop-in answer'));
+    const dropin = { model: 'gpt-test', messages: [{ role: 'user', content: 'hello drop-in' }] };
+    const completion = await call('POST', '/v1/chat/completions', key, dropin);
+    expect(completion.json.choices[0].message.content).toBe('drop-in answer');
+    const refused = await call('POST', '/v1/chat/completions', key, { model: 'gpt-test', messages: [] });
+    expect(refused).toMatchObject({
+      status: 400,
+      json: { error: { type: 'invalid_request_error', param: 'messages' } },
+    });
+    openai.enqueue(rateLimited());
+    const limited = await call('POST', '/v1/chat/completions', key, {
+      ...dropin,
+      messages: [{ role: 'user', content: 'again' }],
+    });
+    expect(limited).toMatchObject({ status: 429, json: { error: { code: 'rate_limit_exceeded' } } });
 
     expect((await call('GET', '/healthz', null)).json).toEqual({ ok: true });
     expect((await call('GET', '/metrics', null)).status).toBe(200);

@@ -9,12 +9,16 @@ export interface RecordedRequest {
   path: string;
   headers: Record<string, string>;
   body: any;
+  /** The body exactly as it arrived. */
+  raw: string;
 }
 
 export interface WireResponse {
   status: number;
   headers?: Record<string, string>;
   body: unknown;
+  /** A streamed answer instead of `body`: Server-Sent Events, one `data:` payload each. */
+  events?: string[];
   /** Answer only after this long (a slow model). */
   delayMs?: number;
 }
@@ -64,6 +68,12 @@ function parseJson(text: string): unknown {
 }
 
 function send(res: ServerResponse, response: WireResponse): void {
+  if (response.events) {
+    res.writeHead(response.status, { 'content-type': 'text/event-stream', ...(response.headers ?? {}) });
+    for (const event of response.events) res.write(`data: ${event}\n\n`);
+    res.end();
+    return;
+  }
   const body = JSON.stringify(response.body);
   res.writeHead(response.status, {
     'content-type': 'application/json',
@@ -86,6 +96,7 @@ export async function startFakeServer(handler: Handler): Promise<FakeServer> {
         path: (req.url ?? '/').split('?')[0] ?? '/',
         headers: lowerCaseHeaders(req),
         body: parseJson(text),
+        raw: text,
       };
       requests.push(recorded);
       const outcome = handler(recorded, () => queue.shift());

@@ -1,5 +1,6 @@
 // A fake OpenAI chat-completions server (DESIGN.md §5) for the real `openai` SDK: POST /v1/chat/completions,
-// non-streaming, with OpenAI's response and error JSON. Scripted per test, records every request.
+// non-streaming or streamed (`stream: true`: SSE chunks as OpenAI sends them), with OpenAI's response and error
+// JSON. Scripted per test, records every request.
 import { type FakeServer, type RecordedRequest, startFakeServer, type WireResponse } from './fakeServer.js';
 import type { ErrorStep, FakeStep, ReplyStep } from './script.js';
 
@@ -88,6 +89,52 @@ function fromReplyStep(step: ReplyStep, model: string): WireResponse {
   };
 }
 
+/**
+ * The completion as OpenAI streams it: the role, the content in pieces, each tool call's id and name then its
+ * arguments in pieces, the finish reason; the usage chunk when `stream_options.include_usage` (then `usage: null` on
+ * the others); `[DONE]`.
+ */
+function streamed(response: WireResponse, includeUsage: boolean): WireResponse {
+  if (response.status !== 200) return response;
+  const completion = response.body as {
+    id: string;
+    created: number;
+    model: string;
+    choices: Array<{ message: { content: string | null; tool_calls?: any[] }; finish_reason: string }>;
+    usage: unknown;
+  };
+  const { message, finish_reason } = completion.choices[0] as (typeof completion.choices)[0];
+  const head = {
+    id: completion.id,
+    object: 'chat.completion.chunk',
+    created: completion.created,
+    model: completion.model,
+    system_fingerprint: 'fp_fake',
+  };
+  const usage = includeUsage ? { usage: null } : {};
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    JSON.stringify({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...usage });
+  const pieces = (text: string) => text.match(/[\s\S]{1,7}/g) ?? [];
+  const events = [chunk({ role: 'assistant', content: message.content === null ? null : '', refusal: null })];
+  for (const piece of pieces(message.content ?? '')) events.push(chunk({ content: piece }));
+  (message.tool_calls ?? []).forEach((call, index) => {
+    events.push(
+      chunk({
+        tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }],
+      }),
+    );
+    for (const piece of pieces(call.function.arguments)) {
+      events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+    }
+  });
+  events.push(chunk({}, finish_reason));
+  if (includeUsage) {
+    events.push(JSON.stringify({ ...head, choices: [], usage: completion.usage }));
+  }
+  events.push('[DONE]');
+  return { ...response, body: null, events };
+}
+
 function validationError(request: RecordedRequest, options: OpenAIFakeOptions): WireResponse | null {
   if (request.method !== 'POST' || request.path !== '/v1/chat/completions') {
     return errorResponse(404, `Invalid URL (${request.method} ${request.path})`, 'invalid_request_error', null);
@@ -128,7 +175,10 @@ export async function startOpenAIFake(options: OpenAIFakeOptions = {}): Promise<
   const server = await startFakeServer((request, nextStep) => {
     const invalid = validationError(request, options);
     if (invalid) return invalid;
-    return respond(nextStep(), String((request.body as { model: string }).model));
+    const body = request.body as { model: string; stream?: boolean; stream_options?: { include_usage?: boolean } };
+    const answer = respond(nextStep(), String(body.model));
+    if (body.stream !== true || 'hangMs' in answer) return answer;
+    return streamed(answer, body.stream_options?.include_usage === true);
   });
   return {
     ...server,

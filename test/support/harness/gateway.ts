@@ -87,6 +87,7 @@ export async function startGatewayHarness(
     adminKey,
     cacheTtl: options.stack?.activityDeps?.cacheTtl === undefined ? '5m' : options.stack.activityDeps.cacheTtl,
     providers: options.stack?.activityDeps?.providers ?? null,
+    ...(options.stack?.activityDeps?.env ? { env: options.stack.activityDeps.env } : {}),
     defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
     ...(options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : {}),

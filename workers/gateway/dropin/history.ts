@@ -1,0 +1,67 @@
+// A stateless client's history against the stored transcript (issue #12 "Conversation identity"): every message of
+// a drop-in request gets an idempotency key from its position and a hash of its wire fields, so the store's
+// per-conversation keys say which of them are stored already. The conversation is the one the client names
+// (`x-conversation-id`) or one derived from the tenant and the opening of the history; a history that diverges from
+// what is stored goes to a branch conversation (derived from the history up to the first message that differs,
+// linked to the stored one by parent_session_id), and the stored one is never changed.
+import { createHash } from 'node:crypto';
+import type { ChatMessage, ContentPart } from '../../../engine/types.js';
+
+/** What identifies a message across requests: the fields a model sees, nothing a client adds for itself. */
+function wireOf(message: ChatMessage): unknown {
+  const content = Array.isArray(message.content)
+    ? message.content.map((part: ContentPart) =>
+        part.type === 'image_url' ? { image_url: part.image_url.url } : { text: part.text },
+      )
+    : (message.content ?? '');
+  const calls = (message.tool_calls ?? []).map((c) => [c.id, c.function.name, c.function.arguments]);
+  return [message.role, content, calls, message.tool_call_id ?? null, message.name ?? null];
+}
+
+const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+
+/** Idempotency key of the message at `position` of a `dialect`'s history: its place and its wire fields. */
+export function historyKey(dialect: string, position: number, message: ChatMessage): string {
+  return `${dialect}:${position}:${digest(wireOf(message)).slice(0, 32)}`;
+}
+
+export function historyKeys(dialect: string, messages: readonly ChatMessage[]): string[] {
+  return messages.map((message, i) => historyKey(dialect, i, message));
+}
+
+/** The longest conversation id (contracts/http/conversations.ts CONVERSATION_ID_PATTERN). */
+const MAX_ID_LENGTH = 128;
+
+/**
+ * A stable conversation id for a history without `x-conversation-id`: the tenant and the opening of the history (up
+ * to and with the first user message), so every later request of the same conversation finds it again.
+ */
+export function derivedConversationId(dialect: string, tenantId: string, messages: readonly ChatMessage[]): string {
+  const firstUser = messages.findIndex((m) => m.role === 'user');
+  const opening = messages.slice(0, firstUser < 0 ? messages.length : firstUser + 1);
+  return `${dialect}-${digest([tenantId, opening.map(wireOf)]).slice(0, 40)}`;
+}
+
+/** The branch of `conversationId` for a history whose first `upTo` messages (the last one differs) it holds. */
+export function branchConversationId(conversationId: string, messages: readonly ChatMessage[], upTo: number): string {
+  const suffix = `.b${digest(messages.slice(0, upTo).map(wireOf)).slice(0, 24)}`;
+  return `${conversationId.slice(0, MAX_ID_LENGTH - suffix.length)}${suffix}`;
+}
+
+/** How a history stands against a conversation's stored keys. */
+export type HistoryMatch =
+  /** Every stored message of the dialect is the history's, in order: the rest (from `from`) is new. */
+  | { kind: 'extends'; from: number }
+  /** The history is a strict prefix of what is stored (a retried or regenerated request): its reply is a branch. */
+  | { kind: 'prefix' }
+  /** The message at `at` differs from the stored one there. */
+  | { kind: 'diverges'; at: number };
+
+/** `keys` of the history against the keys stored (`present`: those of them stored; `stored`: how many there are). */
+export function matchHistory(keys: readonly string[], present: ReadonlySet<string>, stored: number): HistoryMatch {
+  let i = 0;
+  while (i < keys.length && present.has(keys[i] as string)) i++;
+  if (i >= stored) return { kind: 'extends', from: i };
+  if (i === keys.length) return { kind: 'prefix' };
+  return { kind: 'diverges', at: i };
+}

@@ -1,0 +1,151 @@
+// Drop-in OpenAI Chat Completions (issue #12): `POST /v1/chat/completions` with a tenant key (`Authorization:
+// Bearer …` or `x-api-key`), streamed or not (workers/gateway/dropin/openaiChat.ts). Every refusal answers in
+// OpenAI's dialect, `{error: {message, type, param, code}}`, with the status the gateway gives it elsewhere; the
+// provider's own errors are passed on as it sent them (status, `retry-after`, error object). Schemas:
+// contracts/http/openaiChat.ts.
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import {
+  ChatCompletionResponse,
+  ChatCompletionsBody,
+  ChatCompletionsHeaders,
+  OpenAIErrorBody,
+} from '../../../contracts/http/openaiChat.js';
+import type { CacheTtl } from '../../../engine/index.js';
+import type { Database } from '../../../infra/db/schema.js';
+import type { CompletionBody } from '../../../infra/llm/openaiPassthrough.js';
+import { UpstreamHttpError, UpstreamUnavailableError } from '../../../infra/llm/openaiPassthrough.js';
+import type { ProvidersConfig } from '../../../infra/llm/providers.js';
+import { requireTenant } from '../auth.js';
+import type { Conversations } from '../conversations.js';
+import { DropinRequestError, OpenAIChatCompletions } from '../dropin/openaiChat.js';
+import { classify } from '../errors.js';
+
+/**
+ * What this route can answer besides 200: refusals of the request (400, 401, 413, 415; 404, 409 and 422 from the
+ * store and the provider configuration), the provider's own errors passed on (429, 5xx), outages (503).
+ */
+const ERROR_MEANINGS: Readonly<Record<number, string>> = {
+  400: 'the request is malformed (param names the field); nothing is stored',
+  401: 'missing or unknown tenant key',
+  404: 'unknown model or conversation (also passed on from the provider)',
+  409: 'the conversation refused the history (also passed on from the provider)',
+  413: 'the request body is too large',
+  415: 'the body is not JSON in UTF-8',
+  422: 'the provider cannot be used (no API key configured), or refused the request',
+  429: 'the provider’s rate limit, passed on with its retry-after',
+  500: 'the provider’s own server error, passed on',
+  502: 'the provider answered with a bad gateway error, passed on',
+  503: 'the database, Temporal or the provider is unavailable: retry after Retry-After',
+};
+const openAIErrorResponses = Object.fromEntries(
+  Object.entries(ERROR_MEANINGS).map(([status, description]) => [status, { ...OpenAIErrorBody, description }]),
+);
+
+/** Seconds a client waits before retrying when the provider cannot be reached. */
+const UPSTREAM_RETRY_AFTER_S = 2;
+
+/** OpenAI's error `type` for a status the gateway answers itself. */
+function errorType(status: number): string {
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+/** The request field a schema violation names (`messages`, `model`, …), as OpenAI's `param`. */
+function validationParam(error: FastifyError): string | null {
+  const first = error.validation?.[0];
+  if (!first) return null;
+  const missing = (first.params as { missingProperty?: string } | undefined)?.missingProperty;
+  const path = first.instancePath
+    .replace(/^\//, '')
+    .replace(/\/(\d+)/g, '[$1]')
+    .replace(/\//g, '.');
+  return missing ? (path ? `${path}.${missing}` : missing) : path || null;
+}
+
+function openAIErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
+  let status: number;
+  let body: OpenAIErrorBody;
+  let retryAfter: string | null = null;
+  if (error instanceof UpstreamHttpError) {
+    status = error.status;
+    const fallback = { message: error.message, type: errorType(status), param: null, code: null };
+    body = { error: (error.error as OpenAIErrorBody['error'] | null) ?? fallback };
+    retryAfter = error.retryAfter;
+  } else if (error instanceof UpstreamUnavailableError) {
+    status = 503;
+    body = { error: { message: error.message, type: 'api_error', param: null, code: 'upstream_unavailable' } };
+    retryAfter = String(UPSTREAM_RETRY_AFTER_S);
+  } else {
+    const classified = classify(error);
+    status = classified.status;
+    const param =
+      error instanceof DropinRequestError
+        ? error.param
+        : 'validation' in error && error.validation
+          ? validationParam(error)
+          : null;
+    const code = status === 401 ? 'invalid_api_key' : null;
+    body = { error: { message: classified.message, type: errorType(status), param, code } };
+    if (classified.retryAfter !== undefined) retryAfter = String(classified.retryAfter);
+    if (status >= 500 && status !== 503) request.log.error({ err: error }, 'request failed');
+  }
+  if (retryAfter !== null) void reply.header('retry-after', retryAfter);
+  void reply.status(status).send(body);
+}
+
+/** Server-Sent Events of `payloads` (`data: …` each). */
+async function* sse(payloads: AsyncIterable<string>): AsyncGenerator<string> {
+  for await (const payload of payloads) yield `data: ${payload}\n\n`;
+}
+
+export function openAIChatRoutes(deps: {
+  db: Kysely<Database>;
+  readDb?: Kysely<Database>;
+  conversations: Conversations;
+  providers?: ProvidersConfig | null;
+  cacheTtl: CacheTtl | null;
+  env?: Readonly<Record<string, string | undefined>>;
+}): FastifyPluginAsyncTypebox {
+  const service = new OpenAIChatCompletions({
+    conversations: deps.conversations,
+    providers: deps.providers ?? null,
+    cacheTtl: deps.cacheTtl,
+    ...(deps.env ? { env: deps.env } : {}),
+  });
+  return async (app) => {
+    requireTenant(app, deps.readDb ?? deps.db);
+    app.setErrorHandler(openAIErrorHandler);
+    app.post(
+      '/v1/chat/completions',
+      {
+        schema: {
+          tags: ['drop-in'],
+          summary:
+            'OpenAI Chat Completions, drop-in: the whole history each time; stored, compacted when due, sent to the ' +
+            'provider of the model (the client’s own request while never compacted); `stream: true` for SSE',
+          headers: ChatCompletionsHeaders,
+          body: ChatCompletionsBody,
+          response: { 200: ChatCompletionResponse, ...openAIErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        const header = request.headers['x-conversation-id'];
+        const answer = await service.complete(
+          request.tenantId,
+          request.body as CompletionBody,
+          typeof header === 'string' ? header : undefined,
+        );
+        if (answer.conversationId) void reply.header('x-conversation-id', answer.conversationId);
+        if (answer.kind === 'json')
+          return reply.status(200).send(answer.completion as unknown as Record<string, unknown>);
+        void reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache');
+        // A stream is written as it comes (no response schema applies to it).
+        return reply.status(200).send(Readable.from(sse(answer.events)) as unknown as Record<string, unknown>);
+      },
+    );
+  };
+}
