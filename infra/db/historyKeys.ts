@@ -1,11 +1,14 @@
 // The idempotency keys a drop-in dialect gave a conversation's messages (issue #12; workers/gateway/dropin/history.ts
-// builds them from position and content): which of a history's keys are stored, and how many the dialect stored.
-// Keys stay on compacted rows, so a client's full history still matches after a compaction.
+// builds them from position and content): which of a history's keys are stored, how many the dialect stored, and
+// the conversation's current session — one read-only statement. Keys stay on compacted rows, so a client's full
+// history still matches after a compaction.
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './schema.js';
 import { READ_ONLY, withTenant } from './tenant.js';
 
 export interface StoredHistoryKeys {
+  /** The conversation's current session; null when there is no such conversation. */
+  sessionId: string | null;
   /** The given keys that are stored in the conversation. */
   present: Set<string>;
   /** How many messages of the conversation carry a key of the dialect. */
@@ -23,23 +26,21 @@ export function storedHistoryKeys(
     db,
     tenantId,
     async (tx) => {
-      const found = await tx
-        .selectFrom('messages')
-        .select('idempotency_key')
-        .where('tenant_id', '=', tenantId)
-        .where('conversation_id', '=', conversationId)
-        .where('idempotency_key', '=', sql<string>`ANY(${keys as string[]}::text[])`)
-        .execute();
-      const count = await tx
-        .selectFrom('messages')
-        .select(sql<number>`count(*)::int`.as('stored'))
-        .where('tenant_id', '=', tenantId)
-        .where('conversation_id', '=', conversationId)
-        .where(sql<boolean>`starts_with(idempotency_key, ${`${dialect}:`})`)
-        .executeTakeFirst();
+      const { rows } = await sql<{ kind: 'session' | 'count' | 'key'; value: string }>`
+        SELECT 'session' AS kind, c.current_session_id AS value FROM conversations c
+         WHERE c.tenant_id = ${tenantId} AND c.id = ${conversationId}
+        UNION ALL
+        SELECT 'count', count(*)::text FROM messages m
+         WHERE m.tenant_id = ${tenantId} AND m.conversation_id = ${conversationId}
+           AND starts_with(m.idempotency_key, ${`${dialect}:`})
+        UNION ALL
+        SELECT 'key', m.idempotency_key FROM messages m
+         WHERE m.tenant_id = ${tenantId} AND m.conversation_id = ${conversationId}
+           AND m.idempotency_key = ANY(${keys as string[]}::text[])`.execute(tx);
       return {
-        present: new Set(found.flatMap((r) => (r.idempotency_key === null ? [] : [r.idempotency_key]))),
-        stored: count?.stored ?? 0,
+        sessionId: rows.find((r) => r.kind === 'session')?.value ?? null,
+        present: new Set(rows.filter((r) => r.kind === 'key').map((r) => r.value)),
+        stored: Number(rows.find((r) => r.kind === 'count')?.value ?? 0),
       };
     },
     READ_ONLY,

@@ -204,6 +204,16 @@ export class Conversations {
     batch: SubmitMessages,
     start?: ConversationStart,
   ): Promise<StoredBatch> {
+    return (await this.submitDecided(tenantId, conversationId, batch, start)).stored;
+  }
+
+  /** `submit`; `decided`: this batch and every one before it are decided on (quiet), so nothing is due. */
+  async submitDecided(
+    tenantId: string,
+    conversationId: string,
+    batch: SubmitMessages,
+    start?: ConversationStart,
+  ): Promise<{ stored: StoredBatch; head: ConversationRow; decided: boolean }> {
     const problem = validateSubmit(batch);
     if (problem) throw new InvalidRequestError(problem);
     if (start && !(await getConversation(this.db, tenantId, conversationId))) {
@@ -214,7 +224,7 @@ export class Conversations {
       const notified = decision.notification ? { ...stored, notification: decision.notification } : stored;
       await this.temporal.notify(inputOf(tenantId, head, this.knobsOf(tenantId, conversationId, start)), notified);
     }
-    return stored;
+    return { stored, head, decided: !decision.notify && head.applied_seq >= head.batch_seq };
   }
 
   /** Commits a batch and decides on it in the same transaction (batchAppend.ts). */

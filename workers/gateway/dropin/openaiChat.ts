@@ -11,7 +11,6 @@ import { CONVERSATION_ID_PATTERN } from '../../../contracts/http/conversations.j
 import { MAX_BATCH_MESSAGES, validateSubmit } from '../../../contracts/validation.js';
 import { type CacheTtl, prepareContext } from '../../../engine/index.js';
 import type { ChatMessage, Usage } from '../../../engine/types.js';
-import { getConversation } from '../../../infra/db/conversations.js';
 import { storedHistoryKeys } from '../../../infra/db/historyKeys.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { MAX_LINEAGE_HOPS } from '../../../infra/db/sessions.js';
@@ -61,6 +60,8 @@ export interface OpenAIChatDeps {
 /** Where a request's reply goes, and what it is sent upstream with. */
 interface Target {
   conversationId: string;
+  /** The conversation is stored already (else the first append creates it). */
+  exists: boolean;
   /** The history is a strict prefix of what is stored: the reply starts a branch (`branchFrom`'s session). */
   branchFrom: { sessionId: string } | null;
   /** The conversation is new: created as a branch of this session, or from nothing. */
@@ -130,12 +131,26 @@ export class OpenAIChatCompletions {
         message,
         idempotencyKey: keys[target.from + i] as string,
       }));
-      for (const batch of batchesOf(items)) {
-        await conversations.submit(tenantId, target.conversationId, { messages: batch }, start);
+      let decided: { compactions: number; sessionId: string } | null = null;
+      for (const [i, batch] of batchesOf(items).entries()) {
+        const creates = !target.exists && i === 0;
+        const submitted = await conversations.submitDecided(
+          tenantId,
+          target.conversationId,
+          { messages: batch },
+          creates ? start : undefined,
+        );
+        decided = submitted.decided
+          ? { compactions: submitted.head.state?.compressionCount ?? 0, sessionId: submitted.head.current_session_id }
+          : null;
       }
-      // Every decision due for what was accepted (hygiene before the turn) is taken before the model is called.
-      const status = await conversations.syncForRead(tenantId, target.conversationId);
-      if (status.compressionCount > 0) upstream = await this.compacted(tenantId, body, status, provider.id);
+      // Every decision due for what was accepted (hygiene before the turn) is taken before the model is called:
+      // at commit when the batches were quiet, else by the workflow, waited for.
+      if (!decided) {
+        const status = await conversations.syncForRead(tenantId, target.conversationId);
+        decided = { compactions: status.compressionCount, sessionId: status.sessionId };
+      }
+      if (decided.compactions > 0) upstream = await this.compacted(tenantId, body, decided, provider.id);
     }
     const client = this.clientFor(provider);
     const store = (reply: ChatMessage, usage: Usage | undefined) =>
@@ -222,16 +237,16 @@ export class OpenAIChatCompletions {
     let conversationId = header ?? derivedConversationId(DIALECT, tenantId, history);
     let parentSessionId: string | null = null;
     for (let hop = 0; hop <= MAX_LINEAGE_HOPS; hop++) {
-      const row = await getConversation(db, tenantId, conversationId);
-      if (!row) return { conversationId, branchFrom: null, parentSessionId, from: 0 };
-      const { present, stored } = await storedHistoryKeys(db, tenantId, conversationId, DIALECT, keys);
+      const { sessionId, present, stored } = await storedHistoryKeys(db, tenantId, conversationId, DIALECT, keys);
+      if (sessionId === null) return { conversationId, exists: false, branchFrom: null, parentSessionId, from: 0 };
       const match = matchHistory(keys, present, stored);
-      if (match.kind === 'extends')
-        return { conversationId, branchFrom: null, parentSessionId: null, from: match.from };
-      if (match.kind === 'prefix') {
-        return { conversationId, branchFrom: { sessionId: row.current_session_id }, parentSessionId: null, from: 0 };
+      if (match.kind === 'extends') {
+        return { conversationId, exists: true, branchFrom: null, parentSessionId: null, from: match.from };
       }
-      parentSessionId = row.current_session_id;
+      if (match.kind === 'prefix') {
+        return { conversationId, exists: true, branchFrom: { sessionId }, parentSessionId: null, from: 0 };
+      }
+      parentSessionId = sessionId;
       conversationId = branchConversationId(conversationId, history, match.at + 1);
     }
     throw new DropinRequestError(
