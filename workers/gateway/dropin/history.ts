@@ -9,11 +9,15 @@ import type { ChatMessage, ContentPart } from '../../../engine/types.js';
 
 /** What identifies a message across requests: the fields a model sees, nothing a client adds for itself. */
 function wireOf(message: ChatMessage): unknown {
-  const content = Array.isArray(message.content)
-    ? message.content.map((part: ContentPart) =>
-        part.type === 'image_url' ? { image_url: part.image_url.url } : { text: part.text },
-      )
-    : (message.content ?? '');
+  const parts = Array.isArray(message.content) ? message.content : null;
+  // Text in parts is the same text as a string (a client echoes a reply as blocks that the store keeps as one string).
+  const content = !parts
+    ? (message.content ?? '')
+    : parts.every((part) => part.type === 'text')
+      ? parts.map((part) => part.text).join('')
+      : parts.map((part: ContentPart) =>
+          part.type === 'image_url' ? { image_url: part.image_url.url } : { text: part.text },
+        );
   const calls = (message.tool_calls ?? []).map((c) => [c.id, c.function.name, c.function.arguments]);
   return [message.role, content, calls, message.tool_call_id ?? null, message.name ?? null];
 }

@@ -1,0 +1,87 @@
+// The drop-in history keys (workers/gateway/dropin/history.ts, issue #12): what makes two messages the same across
+// a stateless client's requests, and how a history stands against what a conversation stores.
+import { describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../../../engine/types.js';
+import {
+  branchConversationId,
+  derivedConversationId,
+  historyKey,
+  historyKeys,
+  matchHistory,
+} from '../../../workers/gateway/dropin/history.js';
+
+const user = (content: ChatMessage['content']): ChatMessage => ({ role: 'user', content });
+
+describe('history keys', () => {
+  it('ignore what a client adds for itself; text as blocks is the same text as a string', () => {
+    const stored: ChatMessage = { role: 'assistant', content: 'Paris.' };
+    const echoed = { ...stored, refusal: null, annotations: [] } as unknown as ChatMessage;
+    expect(historyKey('oa', 2, echoed)).toBe(historyKey('oa', 2, stored));
+    const blocks: ChatMessage = {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Par', cache_control: { type: 'ephemeral' } },
+        { type: 'text', text: 'is.' },
+      ],
+    };
+    expect(historyKey('oa', 2, blocks)).toBe(historyKey('oa', 2, stored));
+    expect(historyKey('oa', 2, { role: 'assistant', content: null })).toBe(
+      historyKey('oa', 2, { role: 'assistant', content: '' }),
+    );
+  });
+
+  it('differ by position, role, content, tool calls and dialect', () => {
+    const base = historyKey('oa', 1, user('hi'));
+    expect(historyKey('oa', 2, user('hi'))).not.toBe(base);
+    expect(historyKey('oa', 1, { role: 'system', content: 'hi' })).not.toBe(base);
+    expect(historyKey('oa', 1, user('hi!'))).not.toBe(base);
+    expect(historyKey('an', 1, user('hi'))).not.toBe(base);
+    const call = (args: string): ChatMessage => ({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: args } }],
+    });
+    expect(historyKey('oa', 1, call('{"a":1}'))).not.toBe(historyKey('oa', 1, call('{"a":2}')));
+    expect(base).toMatch(/^oa:1:[0-9a-f]{32}$/);
+  });
+});
+
+describe('conversation ids', () => {
+  it('derived from the tenant and the opening (to the first user message), not from what follows', () => {
+    const opening = [{ role: 'system', content: 'terse' } as ChatMessage, user('hello')];
+    const later = [...opening, { role: 'assistant', content: 'hi' } as ChatMessage, user('more')];
+    expect(derivedConversationId('oa', 't1', later)).toBe(derivedConversationId('oa', 't1', opening));
+    expect(derivedConversationId('oa', 't2', opening)).not.toBe(derivedConversationId('oa', 't1', opening));
+    expect(derivedConversationId('oa', 't1', [opening[0] as ChatMessage, user('other')])).not.toBe(
+      derivedConversationId('oa', 't1', opening),
+    );
+  });
+
+  it('a branch id depends on the history up to the differing message and fits the id pattern', () => {
+    const long = `c${'x'.repeat(127)}`;
+    const a = [user('one'), user('two')];
+    const b = [user('one'), user('deux')];
+    expect(branchConversationId(long, a, 2)).not.toBe(branchConversationId(long, b, 2));
+    expect(branchConversationId(long, a, 1)).toBe(branchConversationId(long, b, 1));
+    expect(branchConversationId(long, a, 2)).toMatch(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/);
+  });
+});
+
+describe('matchHistory', () => {
+  const keys = historyKeys('oa', [user('a'), user('b'), user('c')]);
+  it('extends: every stored message is the history’s; the rest is new', () => {
+    expect(matchHistory(keys, new Set(), 0)).toEqual({ kind: 'extends', from: 0 });
+    expect(matchHistory(keys, new Set(keys.slice(0, 2)), 2)).toEqual({ kind: 'extends', from: 2 });
+    expect(matchHistory(keys, new Set(keys), 3)).toEqual({ kind: 'extends', from: 3 });
+  });
+  it('prefix: the history is shorter than what is stored, all of it matching', () => {
+    expect(matchHistory(keys, new Set(keys), 4)).toEqual({ kind: 'prefix' });
+  });
+  it('diverges: the first message that differs from the stored one', () => {
+    expect(matchHistory(keys, new Set([keys[0] as string]), 3)).toEqual({ kind: 'diverges', at: 1 });
+    expect(matchHistory(keys, new Set([keys[0] as string, keys[2] as string]), 3)).toEqual({
+      kind: 'diverges',
+      at: 1,
+    });
+  });
+});
