@@ -3,42 +3,14 @@
 // OpenAI-kind provider, non-streaming or streamed. Errors keep what the client needs to act on them: the provider's
 // status, its `retry-after` and its error object; a provider that cannot be reached is an outage (503).
 import type OpenAI from 'openai';
-import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { mappedStream, upstreamError } from './upstreamErrors.js';
+
+export { UpstreamHttpError, UpstreamUnavailableError } from './upstreamErrors.js';
 
 export type ChatCompletion = OpenAI.Chat.ChatCompletion;
 export type ChatCompletionChunk = OpenAI.Chat.ChatCompletionChunk;
 /** A Chat Completions request body as a client sends it. */
 export type CompletionBody = Record<string, unknown> & { model: string; messages: unknown[] };
-
-/** The provider answered with an error: passed on to the client as it came. */
-export class UpstreamHttpError extends Error {
-  override name = 'UpstreamHttpError';
-  constructor(
-    readonly status: number,
-    /** The provider's `error` object (OpenAI's `{message, type, param, code}`), or null when it sent none. */
-    readonly error: Record<string, unknown> | null,
-    readonly retryAfter: string | null,
-  ) {
-    super(typeof error?.message === 'string' ? error.message : `the provider answered ${status}`);
-  }
-}
-
-/** The provider could not be reached or did not answer in time. */
-export class UpstreamUnavailableError extends Error {
-  override name = 'UpstreamUnavailableError';
-}
-
-function upstreamError(err: unknown, provider: string): Error {
-  if (err instanceof APIUserAbortError) return err;
-  if (err instanceof APIConnectionError) {
-    return new UpstreamUnavailableError(`the provider '${provider}' could not be reached (${err.message})`);
-  }
-  if (err instanceof APIError && typeof err.status === 'number') {
-    const error = err.error && typeof err.error === 'object' ? (err.error as Record<string, unknown>) : null;
-    return new UpstreamHttpError(err.status, error, err.headers?.get('retry-after') ?? null);
-  }
-  return err instanceof Error ? err : new Error(String(err));
-}
 
 /** One completion, not streamed. */
 export async function createCompletion(
@@ -74,13 +46,5 @@ export async function streamCompletion(
   } catch (err) {
     throw upstreamError(err, provider);
   }
-  return {
-    async *[Symbol.asyncIterator]() {
-      try {
-        yield* stream;
-      } catch (err) {
-        throw upstreamError(err, provider);
-      }
-    },
-  };
+  return mappedStream(stream, provider);
 }

@@ -13,6 +13,7 @@ import type { Conversations } from './conversations.js';
 import { errorHandler, HttpError } from './errors.js';
 import { installJsonBodyParser } from './jsonBody.js';
 import { adminRoutes } from './routes/admin.js';
+import { anthropicMessagesRoutes } from './routes/anthropicMessages.js';
 import { compactionRoutes } from './routes/compactions.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { openAIChatRoutes } from './routes/openaiChat.js';
@@ -98,5 +99,6 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(compactionRoutes(deps));
   await app.register(searchRoutes(deps));
   await app.register(openAIChatRoutes(deps));
+  await app.register(anthropicMessagesRoutes(deps));
   return app;
 }

@@ -11,6 +11,7 @@ import { fakeOpenAIProvider } from '../../support/fakes/openaiProvider.js';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
 import { fixedSummarizer } from '../../support/harness/fixedSummarizer.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
+import { storedMessages } from './dropinFixtures.js';
 
 let openai: OpenAIFake;
 let gw: GatewayHarness;
@@ -30,13 +31,6 @@ const sdk = (key: string, headers: Record<string, string> = {}) =>
   new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, defaultHeaders: headers });
 
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
-
-/** The stored transcript of a conversation (active and archived rows), as GET …/messages lists it. */
-async function stored(key: string, conversationId: string): Promise<Array<Record<string, any>>> {
-  const res = await gw.call('GET', `/v1/conversations/${conversationId}/messages?archived=true`, key);
-  expect(res.status, res.text).toBe(200);
-  return res.json.messages.map((m: { message: Record<string, any> }) => m.message);
-}
 
 describe('POST /v1/chat/completions', () => {
   it('stores each message once; never compacted, the provider gets the client’s request byte for byte', async () => {
@@ -69,7 +63,7 @@ describe('POST /v1/chat/completions', () => {
 
     const conversationId = response.headers.get('x-conversation-id') as string;
     expect(conversationId).toMatch(/^oa-/);
-    const rows = await stored(key, conversationId);
+    const rows = await storedMessages(gw, key, conversationId);
     expect(rows.map((m) => [m.role, m.content])).toEqual([
       ['system', history[0]?.content],
       ['user', 'What is the capital of France?'],
@@ -135,7 +129,7 @@ describe('POST /v1/chat/completions', () => {
     expect(usage?.prompt_tokens).toBeGreaterThan(0);
 
     const conversationId = (client as any)._options.defaultHeaders['x-conversation-id'] as string;
-    const rows = await stored(key, conversationId);
+    const rows = await storedMessages(gw, key, conversationId);
     expect(rows.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(rows[1]?.tool_calls?.[0]).toMatchObject({ id: 'call_1', function: { name: 'read_file', arguments: args } });
     expect(rows[3]?.content).toBe(text);
@@ -173,7 +167,7 @@ describe('POST /v1/chat/completions', () => {
     expect(sent.some((m) => String(m.content).startsWith('Question 0 about plant 0?'))).toBe(false);
     expect(sent.at(-1)).toEqual({ role: 'user', content: 'What about plant 9?' });
     // Everything stays stored (archived rows included), each message once.
-    const rows = await stored(key, conversationId);
+    const rows = await storedMessages(gw, key, conversationId);
     expect(rows.filter((m) => String(m.content).startsWith('Question 0 about plant 0?'))).toHaveLength(1);
     expect(rows.filter((m) => m.content === 'What about plant 9?')).toHaveLength(1);
   });
@@ -199,13 +193,13 @@ describe('POST /v1/chat/completions', () => {
     const branched = await client.chat.completions.create({ model: 'gpt-test', messages: edited }).withResponse();
     const branch = branched.response.headers.get('x-conversation-id') as string;
     expect(branch).not.toBe(original);
-    expect((await stored(key, original)).map((m) => m.content)).toEqual([
+    expect((await storedMessages(gw, key, original)).map((m) => m.content)).toEqual([
       history[0]?.content,
       'Where to?',
       'Lisbon.',
       'Lisbon it is.',
     ]);
-    expect((await stored(key, branch)).map((m) => m.content)).toEqual([
+    expect((await storedMessages(gw, key, branch)).map((m) => m.content)).toEqual([
       history[0]?.content,
       'Which city?',
       'Porto.',

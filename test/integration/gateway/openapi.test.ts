@@ -37,9 +37,12 @@ const ROUTES: Record<string, number[]> = {
   'GET /v1/search': [200, 400, 401, 500, 503],
   'POST /v1/search': [200, 400, 401, 413, 415, 500, 503],
   'POST /v1/chat/completions': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 502, 503],
+  'POST /v1/messages': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 503, 529],
+  'POST /v1/messages/count_tokens': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 503, 529],
 };
 /** Drop-in routes answer errors in their dialect (issue #12). */
 const OPENAI_DIALECT = new Set(['POST /v1/chat/completions']);
+const ANTHROPIC_DIALECT = new Set(['POST /v1/messages', 'POST /v1/messages/count_tokens']);
 
 const BODY_LIMIT = 64 * 1024;
 const KEYS = { FAKE_OPENAI_KEY: 'sk-openai' };
@@ -151,7 +154,10 @@ describe('the OpenAPI document', () => {
           const [contentType] = Object.keys(response.content ?? {});
           expect(contentType, where).toBeDefined();
           const schema = response.content[contentType!].schema;
-          if (Number(status) >= 400 && OPENAI_DIALECT.has(route)) {
+          if (Number(status) >= 400 && ANTHROPIC_DIALECT.has(route)) {
+            expect(schema.required, where).toEqual(['type', 'error']);
+            expect(Object.keys(schema.properties.error.properties), where).toEqual(['type', 'message']);
+          } else if (Number(status) >= 400 && OPENAI_DIALECT.has(route)) {
             expect(schema.required, where).toEqual(['error']);
             expect(Object.keys(schema.properties.error.properties), where).toEqual([
               'message',
@@ -267,6 +273,15 @@ describe('the routes answer as documented, and the schemas change nothing', () =
       messages: [{ role: 'user', content: 'again' }],
     });
     expect(limited).toMatchObject({ status: 429, json: { error: { code: 'rate_limit_exceeded' } } });
+
+    // The drop-in Anthropic endpoints: no Anthropic provider is configured here, said in Anthropic's dialect.
+    const claudeRequest = { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+    for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+      expect(await call('POST', path, key, claudeRequest)).toMatchObject({
+        status: 400,
+        json: { type: 'error', error: { type: 'invalid_request_error' } },
+      });
+    }
 
     expect((await call('GET', '/healthz', null)).json).toEqual({ ok: true });
     expect((await call('GET', '/metrics', null)).status).toBe(200);

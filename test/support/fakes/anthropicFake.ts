@@ -1,5 +1,5 @@
 // A fake Anthropic Messages server (DESIGN.md §5) for the real `@anthropic-ai/sdk`: POST /v1/messages,
-// non-streaming, with Anthropic's message and error JSON (`{type: 'error', error: {type, message}}`). Scripted per
+// non-streaming or streamed (`stream: true`: Anthropic's SSE events), and POST /v1/messages/count_tokens, with Anthropic's message and error JSON (`{type: 'error', error: {type, message}}`). Scripted per
 // test, records every request.
 import { type FakeServer, type RecordedRequest, startFakeServer, type WireResponse } from './fakeServer.js';
 import type { ErrorStep, FakeStep, ReplyStep } from './script.js';
@@ -89,6 +89,59 @@ function fromReplyStep(step: ReplyStep, model: string): WireResponse {
   };
 }
 
+/**
+ * The message as Anthropic streams it: message_start (usage with the input tokens), per content block its start,
+ * its deltas (text in pieces, a tool's input as partial JSON) and its stop, message_delta (stop reason, output
+ * tokens), message_stop.
+ */
+function streamed(response: WireResponse): WireResponse {
+  if (response.status !== 200) return response;
+  const message = response.body as {
+    content: Array<{ type: string; text?: string; id?: string; name?: string; input?: unknown }>;
+    stop_reason: string;
+    usage: { output_tokens: number };
+  };
+  const event = (type: string, data: Record<string, unknown>) => ({
+    event: type,
+    data: JSON.stringify({ type, ...data }),
+  });
+  const pieces = (text: string) => text.match(/[\s\S]{1,7}/g) ?? [];
+  const events = [
+    event('message_start', {
+      message: { ...message, content: [], stop_reason: null, usage: { ...message.usage, output_tokens: 1 } },
+    }),
+  ];
+  message.content.forEach((block, index) => {
+    if (block.type === 'text') {
+      events.push(event('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+      for (const text of pieces(block.text ?? '')) {
+        events.push(event('content_block_delta', { index, delta: { type: 'text_delta', text } }));
+      }
+    } else {
+      const start = { type: 'tool_use', id: block.id, name: block.name, input: {} };
+      events.push(event('content_block_start', { index, content_block: start }));
+      for (const partial_json of pieces(JSON.stringify(block.input))) {
+        events.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json } }));
+      }
+    }
+    events.push(event('content_block_stop', { index }));
+  });
+  events.push(
+    event('message_delta', {
+      delta: { stop_reason: message.stop_reason, stop_sequence: null },
+      usage: { output_tokens: message.usage.output_tokens },
+    }),
+    event('message_stop', {}),
+  );
+  return { ...response, body: null, events };
+}
+
+/** `POST /v1/messages/count_tokens`: a rough count (4 characters a token) of what the request holds. */
+function countTokens(request: RecordedRequest): WireResponse {
+  const { system, messages, tools } = request.body as Record<string, unknown>;
+  return { status: 200, body: { input_tokens: Math.ceil(JSON.stringify([system, messages, tools]).length / 4) } };
+}
+
 function presentedKey(request: RecordedRequest): string | undefined {
   const bearer = request.headers.authorization;
   if (bearer?.startsWith('Bearer ')) return bearer.slice('Bearer '.length);
@@ -96,7 +149,7 @@ function presentedKey(request: RecordedRequest): string | undefined {
 }
 
 function validationError(request: RecordedRequest, options: AnthropicFakeOptions): WireResponse | null {
-  if (request.method !== 'POST' || request.path !== '/v1/messages') {
+  if (request.method !== 'POST' || (request.path !== '/v1/messages' && request.path !== '/v1/messages/count_tokens')) {
     return errorResponse(404, `Not found: ${request.method} ${request.path}`);
   }
   if (options.expectedApiKey !== undefined && presentedKey(request) !== options.expectedApiKey) {
@@ -105,7 +158,9 @@ function validationError(request: RecordedRequest, options: AnthropicFakeOptions
   if (!request.headers['anthropic-version']) return errorResponse(400, 'anthropic-version: header is required');
   const body = request.body as Record<string, unknown> | null;
   if (!body || typeof body.model !== 'string') return errorResponse(400, 'model: Field required');
-  if (typeof body.max_tokens !== 'number') return errorResponse(400, 'max_tokens: Field required');
+  if (typeof body.max_tokens !== 'number' && request.path === '/v1/messages') {
+    return errorResponse(400, 'max_tokens: Field required');
+  }
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
     return errorResponse(400, 'messages: at least one message is required');
   }
@@ -132,7 +187,10 @@ export async function startAnthropicFake(options: AnthropicFakeOptions = {}): Pr
   const server = await startFakeServer((request, nextStep) => {
     const invalid = validationError(request, options);
     if (invalid) return invalid;
-    return respond(nextStep(), String((request.body as { model: string }).model));
+    if (request.path === '/v1/messages/count_tokens') return countTokens(request);
+    const body = request.body as { model: string; stream?: boolean };
+    const answer = respond(nextStep(), String(body.model));
+    return body.stream === true && !('hangMs' in answer) ? streamed(answer) : answer;
   });
   return {
     ...server,

@@ -17,8 +17,8 @@ export interface WireResponse {
   status: number;
   headers?: Record<string, string>;
   body: unknown;
-  /** A streamed answer instead of `body`: Server-Sent Events, one `data:` payload each. */
-  events?: string[];
+  /** A streamed answer instead of `body`: Server-Sent Events, a `data:` payload each (with its `event:` name). */
+  events?: Array<string | { event: string; data: string }>;
   /** Answer only after this long (a slow model). */
   delayMs?: number;
 }
@@ -70,7 +70,9 @@ function parseJson(text: string): unknown {
 function send(res: ServerResponse, response: WireResponse): void {
   if (response.events) {
     res.writeHead(response.status, { 'content-type': 'text/event-stream', ...(response.headers ?? {}) });
-    for (const event of response.events) res.write(`data: ${event}\n\n`);
+    for (const e of response.events) {
+      res.write(typeof e === 'string' ? `data: ${e}\n\n` : `event: ${e.event}\ndata: ${e.data}\n\n`);
+    }
     res.end();
     return;
   }

@@ -6,41 +6,25 @@
 // same request with the compacted, sanitised transcript as its messages. The reply is stored with the provider's
 // usage, which drives the in-loop check (SPEC §7) and background compaction like any other batch.
 import type OpenAI from 'openai';
-import { MAX_BATCH_MESSAGES, validateSubmit } from '../../../contracts/validation.js';
-import { type CacheTtl, prepareContext } from '../../../engine/index.js';
+import { prepareContext } from '../../../engine/index.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { toOpenAIMessage } from '../../../infra/llm/chat.js';
-import { createOpenAIClient } from '../../../infra/llm/clients.js';
 import {
   type ChatCompletion,
   type CompletionBody,
   createCompletion,
   streamCompletion,
 } from '../../../infra/llm/openaiPassthrough.js';
-import {
-  type ProviderConfig,
-  type ProvidersConfig,
-  providerApiKey,
-  providerById,
-  providerServingModel,
-} from '../../../infra/llm/providers.js';
-import type { Conversations } from '../conversations.js';
-import { ChatUnavailableError } from '../errors.js';
-import { DropinFlow, DropinRequestError } from './conversationFlow.js';
+import type { ProviderConfig } from '../../../infra/llm/providers.js';
+import { DropinFlow } from './conversationFlow.js';
 import { StreamedReply, usageOf } from './streamedReply.js';
+import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
 
 export { DropinRequestError } from './conversationFlow.js';
 
 const SOURCE = 'openai-chat';
 
-export interface OpenAIChatDeps {
-  conversations: Conversations;
-  providers: ProvidersConfig | null;
-  cacheTtl: CacheTtl | null;
-  env?: Readonly<Record<string, string | undefined>>;
-  /** Per-request timeout of the provider, ms (default 300 s). */
-  timeoutMs?: number;
-}
+export type OpenAIChatDeps = DropinDeps;
 
 /** The answer, and the conversation its reply is stored in (null: a branch named by the reply, still streaming). */
 export type CompletionAnswer =
@@ -74,23 +58,24 @@ export function replyOf(message: OpenAI.Chat.ChatCompletionMessage | undefined):
 }
 
 export class OpenAIChatCompletions {
-  private readonly clients = new Map<string, OpenAI>();
   private readonly flow: DropinFlow;
+  private readonly upstreams: Upstreams<'openai'>;
 
   constructor(private readonly deps: OpenAIChatDeps) {
     this.flow = new DropinFlow(deps.conversations, 'oa');
+    this.upstreams = new Upstreams(deps, 'openai', 'POST /v1/chat/completions');
   }
 
   async complete(tenantId: string, body: CompletionBody, conversationHeader?: string): Promise<CompletionAnswer> {
     const history = this.validate(body);
-    const provider = this.providerFor(body.model);
+    const provider = this.upstreams.providerFor(body.model);
     const turn = await this.flow.begin(tenantId, history, conversationHeader, {
       model: body.model,
       provider: provider.id,
       source: SOURCE,
     });
     const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
-    const client = this.clientFor(provider);
+    const client = this.upstreams.clientFor(provider);
     if (body.stream === true) {
       const streamed = new StreamedReply(body);
       const chunks = await streamCompletion(client, provider.id, streamed.upstreamBody(upstream));
@@ -114,48 +99,9 @@ export class OpenAIChatCompletions {
   /** The history as stored messages; 400 naming the field when the store could not keep it. */
   private validate(body: CompletionBody): ChatMessage[] {
     const history = body.messages.map((m) => storedMessage(m as Record<string, unknown>));
-    for (let i = 0; i < history.length; i += MAX_BATCH_MESSAGES) {
-      const slice = history.slice(i, i + MAX_BATCH_MESSAGES);
-      const problem = validateSubmit({ messages: slice.map((message, j) => ({ message, idempotencyKey: `k${j}` })) });
-      if (problem) {
-        const named = problem.replace(/^messages\[(\d+)\]\.message/, (_, j) => `messages[${i + Number(j)}]`);
-        throw new DropinRequestError(named, /^messages\[\d+\][.\w]*/.exec(named)?.[0] ?? 'messages');
-      }
-    }
+    checkStorable(history, (problem, offset) =>
+      problem.replace(/^messages\[(\d+)\]\.message/, (_, j) => `messages[${offset + Number(j)}]`),
+    );
     return history;
-  }
-
-  private providerFor(model: string) {
-    const config = this.deps.providers;
-    const id = config ? providerServingModel(model, config.providers, config.main.provider) : null;
-    const provider = config && id ? providerById(config, id) : null;
-    if (!provider) throw new DropinRequestError(`no configured provider serves the model '${model}'`, 'model');
-    if (provider.kind !== 'openai') {
-      throw new DropinRequestError(
-        `the model '${model}' is served by the Anthropic provider '${provider.id}'; this endpoint sends OpenAI ` +
-          'Chat Completions requests to OpenAI-compatible providers only',
-        'model',
-      );
-    }
-    return provider;
-  }
-
-  private clientFor(provider: ProviderConfig): OpenAI {
-    const cached = this.clients.get(provider.id);
-    if (cached) return cached;
-    let apiKey: string | null;
-    try {
-      apiKey = providerApiKey(provider, this.deps.env ?? process.env);
-    } catch (err) {
-      throw new ChatUnavailableError((err as Error).message);
-    }
-    const client = createOpenAIClient({
-      baseUrl: provider.baseUrl,
-      apiKey,
-      timeoutMs: this.deps.timeoutMs ?? 300_000,
-      headers: provider.headers,
-    });
-    this.clients.set(provider.id, client);
-    return client;
   }
 }

@@ -23,7 +23,8 @@ export type StoreReply = (reply: ChatMessage, usage: Usage | undefined) => Promi
 
 /** The error object of an SSE error event (OpenAI's shape), for an error after the stream began. */
 function errorObject(err: unknown): Record<string, unknown> {
-  if (err instanceof UpstreamHttpError && err.error) return err.error;
+  const inner = err instanceof UpstreamHttpError ? err.body?.error : undefined;
+  if (inner && typeof inner === 'object') return inner as Record<string, unknown>;
   const message = err instanceof Error ? err.message : String(err);
   return { message: `the stream was interrupted: ${message}`, type: 'api_error', param: null, code: null };
 }

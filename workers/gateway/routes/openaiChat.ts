@@ -5,23 +5,16 @@
 // contracts/http/openaiChat.ts.
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
 import {
   ChatCompletionResponse,
   ChatCompletionsBody,
   ChatCompletionsHeaders,
   OpenAIErrorBody,
 } from '../../../contracts/http/openaiChat.js';
-import type { CacheTtl } from '../../../engine/index.js';
-import type { Database } from '../../../infra/db/schema.js';
 import type { CompletionBody } from '../../../infra/llm/openaiPassthrough.js';
-import { UpstreamHttpError, UpstreamUnavailableError } from '../../../infra/llm/openaiPassthrough.js';
-import type { ProvidersConfig } from '../../../infra/llm/providers.js';
 import { requireTenant } from '../auth.js';
-import type { Conversations } from '../conversations.js';
-import { DropinRequestError, OpenAIChatCompletions } from '../dropin/openaiChat.js';
-import { classify } from '../errors.js';
+import { OpenAIChatCompletions } from '../dropin/openaiChat.js';
+import { type DropinError, type DropinRouteDeps, dropinDeps, dropinErrorHandler } from '../dropin/routeSupport.js';
 
 /**
  * What this route can answer besides 200: refusals of the request (400, 401, 413, 415; 404, 409 and 422 from the
@@ -44,9 +37,6 @@ const openAIErrorResponses = Object.fromEntries(
   Object.entries(ERROR_MEANINGS).map(([status, description]) => [status, { ...OpenAIErrorBody, description }]),
 );
 
-/** Seconds a client waits before retrying when the provider cannot be reached. */
-const UPSTREAM_RETRY_AFTER_S = 2;
-
 /** OpenAI's error `type` for a status the gateway answers itself. */
 function errorType(status: number): string {
   if (status === 429) return 'rate_limit_error';
@@ -54,47 +44,12 @@ function errorType(status: number): string {
   return 'invalid_request_error';
 }
 
-/** The request field a schema violation names (`messages`, `model`, …), as OpenAI's `param`. */
-function validationParam(error: FastifyError): string | null {
-  const first = error.validation?.[0];
-  if (!first) return null;
-  const missing = (first.params as { missingProperty?: string } | undefined)?.missingProperty;
-  const path = first.instancePath
-    .replace(/^\//, '')
-    .replace(/\/(\d+)/g, '[$1]')
-    .replace(/\//g, '.');
-  return missing ? (path ? `${path}.${missing}` : missing) : path || null;
-}
-
-function openAIErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
-  let status: number;
-  let body: OpenAIErrorBody;
-  let retryAfter: string | null = null;
-  if (error instanceof UpstreamHttpError) {
-    status = error.status;
-    const fallback = { message: error.message, type: errorType(status), param: null, code: null };
-    body = { error: (error.error as OpenAIErrorBody['error'] | null) ?? fallback };
-    retryAfter = error.retryAfter;
-  } else if (error instanceof UpstreamUnavailableError) {
-    status = 503;
-    body = { error: { message: error.message, type: 'api_error', param: null, code: 'upstream_unavailable' } };
-    retryAfter = String(UPSTREAM_RETRY_AFTER_S);
-  } else {
-    const classified = classify(error);
-    status = classified.status;
-    const param =
-      error instanceof DropinRequestError
-        ? error.param
-        : 'validation' in error && error.validation
-          ? validationParam(error)
-          : null;
-    const code = status === 401 ? 'invalid_api_key' : null;
-    body = { error: { message: classified.message, type: errorType(status), param, code } };
-    if (classified.retryAfter !== undefined) retryAfter = String(classified.retryAfter);
-    if (status >= 500 && status !== 503) request.log.error({ err: error }, 'request failed');
-  }
-  if (retryAfter !== null) void reply.header('retry-after', retryAfter);
-  void reply.status(status).send(body);
+/** OpenAI's error body: the provider's own when it sent one, else the gateway's. */
+function openAIError(error: DropinError): OpenAIErrorBody {
+  const passed = error.providerBody as OpenAIErrorBody | null;
+  if (passed?.error) return passed;
+  const code = error.unreachable ? 'upstream_unavailable' : error.status === 401 ? 'invalid_api_key' : null;
+  return { error: { message: error.message, type: errorType(error.status), param: error.param, code } };
 }
 
 /** Server-Sent Events of `payloads` (`data: …` each). */
@@ -102,23 +57,11 @@ async function* sse(payloads: AsyncIterable<string>): AsyncGenerator<string> {
   for await (const payload of payloads) yield `data: ${payload}\n\n`;
 }
 
-export function openAIChatRoutes(deps: {
-  db: Kysely<Database>;
-  readDb?: Kysely<Database>;
-  conversations: Conversations;
-  providers?: ProvidersConfig | null;
-  cacheTtl: CacheTtl | null;
-  env?: Readonly<Record<string, string | undefined>>;
-}): FastifyPluginAsyncTypebox {
-  const service = new OpenAIChatCompletions({
-    conversations: deps.conversations,
-    providers: deps.providers ?? null,
-    cacheTtl: deps.cacheTtl,
-    ...(deps.env ? { env: deps.env } : {}),
-  });
+export function openAIChatRoutes(deps: DropinRouteDeps): FastifyPluginAsyncTypebox {
+  const service = new OpenAIChatCompletions(dropinDeps(deps));
   return async (app) => {
     requireTenant(app, deps.readDb ?? deps.db);
-    app.setErrorHandler(openAIErrorHandler);
+    app.setErrorHandler(dropinErrorHandler(openAIError));
     app.post(
       '/v1/chat/completions',
       {
