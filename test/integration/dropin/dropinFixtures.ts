@@ -1,6 +1,48 @@
-// Shared by the drop-in tests (issue #12): what the gateway stores of a conversation, as a client reads it back.
-import { expect } from 'vitest';
-import type { GatewayHarness } from '../../support/harness/gateway.js';
+// Shared by the drop-in tests (issue #12): a gateway with the fake OpenAI server behind it and the official SDK
+// pointed at it, and what the gateway stores of a conversation, as a client reads it back.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
+import { fakeOpenAIProvider } from '../../support/fakes/openaiProvider.js';
+import { fixedSummarizer } from '../../support/harness/fixedSummarizer.js';
+import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
+
+export interface OpenAIDropin {
+  openai: OpenAIFake;
+  gw: GatewayHarness;
+  /** The official SDK as a user configures it: base URL = the gateway, key = the tenant's key. */
+  sdk(key: string, headers?: Record<string, string>): OpenAI;
+  close(): Promise<void>;
+}
+
+/** The gateway (summaries by the fixed summariser) with `gpt-test` served by the fake OpenAI server. */
+export async function startOpenAIDropin(): Promise<OpenAIDropin> {
+  const openai = await startOpenAIFake();
+  const { summarizerFor: _unused, ...llm } = fakeOpenAIProvider(openai).llm;
+  const gw = await startGatewayHarness({ summarizer: fixedSummarizer, stack: { activityDeps: llm } });
+  return {
+    openai,
+    gw,
+    sdk: (key, headers = {}) =>
+      new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, defaultHeaders: headers }),
+    close: async () => {
+      await gw.close();
+      await openai.close();
+    },
+  };
+}
+
+/** One drop-in gateway for the test file: started before its tests, closed after them. */
+export function openAIDropinForFile(): OpenAIDropin {
+  const dropin = {} as OpenAIDropin;
+  beforeAll(async () => {
+    Object.assign(dropin, await startOpenAIDropin());
+  });
+  afterAll(async () => {
+    await dropin.close?.();
+  });
+  return dropin;
+}
 
 /** Every stored message of the conversation (active and archived), as GET …/messages?archived=true lists them. */
 export async function storedMessages(

@@ -5,55 +5,36 @@
 // edited history becomes a branch; refusals and provider errors answer in OpenAI's dialect.
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
-import { fakeOpenAIProvider } from '../../support/fakes/openaiProvider.js';
+import { describe, expect, it } from 'vitest';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
-import { fixedSummarizer } from '../../support/harness/fixedSummarizer.js';
-import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
-import { storedMessages } from './dropinFixtures.js';
+import { openAIDropinForFile, storedMessages } from './dropinFixtures.js';
 
-let openai: OpenAIFake;
-let gw: GatewayHarness;
-
-beforeAll(async () => {
-  openai = await startOpenAIFake();
-  const { summarizerFor: _unused, ...llm } = fakeOpenAIProvider(openai).llm;
-  gw = await startGatewayHarness({ summarizer: fixedSummarizer, stack: { activityDeps: llm } });
-});
-afterAll(async () => {
-  await gw?.close();
-  await openai?.close();
-});
-
-/** The official SDK as a user configures it: base URL = the gateway, key = the tenant's key. */
-const sdk = (key: string, headers: Record<string, string> = {}) =>
-  new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, defaultHeaders: headers });
+const dropin = openAIDropinForFile();
 
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
 
 describe('POST /v1/chat/completions', () => {
   it('stores each message once; never compacted, the provider gets the client’s request byte for byte', async () => {
-    const { key } = await gw.tenant();
-    const client = sdk(key);
+    const { key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
     const history: Message[] = [
       { role: 'system', content: `You are terse. ${randomUUID()}` },
       { role: 'user', content: 'What is the capital of France?' },
     ];
-    openai.enqueue(reply('Paris.'));
+    dropin.openai.enqueue(reply('Paris.'));
     const first = await client.chat.completions.create({ model: 'gpt-test', messages: history, temperature: 0.2 });
     expect(first.choices[0]?.message.content).toBe('Paris.');
-    const upstream1 = openai.chatRequests().at(-1);
+    const upstream1 = dropin.openai.chatRequests().at(-1);
     expect(upstream1?.raw).toBe(JSON.stringify({ model: 'gpt-test', messages: history, temperature: 0.2 }));
 
     // The next request carries the whole history, the reply as the SDK returned it included.
     history.push(first.choices[0]?.message as Message, { role: 'user', content: 'And of Italy?' });
-    openai.enqueue(reply('Rome.'));
+    dropin.openai.enqueue(reply('Rome.'));
     const { data: second, response } = await client.chat.completions
       .create({ model: 'gpt-test', messages: history, temperature: 0.2 })
       .withResponse();
     expect(second.choices[0]?.message.content).toBe('Rome.');
-    const upstream2 = openai.chatRequests().at(-1);
+    const upstream2 = dropin.openai.chatRequests().at(-1);
     expect(upstream2?.raw).toBe(JSON.stringify({ model: 'gpt-test', messages: history, temperature: 0.2 }));
     // Two consecutive requests share the earlier one's whole prefix of messages: the provider's cache holds.
     const raw1 = upstream1?.raw ?? '';
@@ -63,7 +44,7 @@ describe('POST /v1/chat/completions', () => {
 
     const conversationId = response.headers.get('x-conversation-id') as string;
     expect(conversationId).toMatch(/^oa-/);
-    const rows = await storedMessages(gw, key, conversationId);
+    const rows = await storedMessages(dropin.gw, key, conversationId);
     expect(rows.map((m) => [m.role, m.content])).toEqual([
       ['system', history[0]?.content],
       ['user', 'What is the capital of France?'],
@@ -71,15 +52,15 @@ describe('POST /v1/chat/completions', () => {
       ['user', 'And of Italy?'],
       ['assistant', 'Rome.'],
     ]);
-    const found = await gw.call('GET', '/v1/search?q=Italy', key);
+    const found = await dropin.gw.call('GET', '/v1/search?q=Italy', key);
     expect(found.json.results.map((r: any) => r.sessionId)).toHaveLength(1);
   });
 
   it('streams as OpenAI does, tool calls included; the reply is stored; usage only when asked', async () => {
-    const { key } = await gw.tenant();
-    const client = sdk(key, { 'x-conversation-id': `conv-${randomUUID()}` });
+    const { key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key, { 'x-conversation-id': `conv-${randomUUID()}` });
     const history: Message[] = [{ role: 'user', content: 'Read notes.txt and tell me what it says.' }];
-    openai.enqueue(toolCallsReply([{ id: 'call_1', name: 'read_file', input: { path: 'notes.txt' } }]));
+    dropin.openai.enqueue(toolCallsReply([{ id: 'call_1', name: 'read_file', input: { path: 'notes.txt' } }]));
     const tools: OpenAI.Chat.ChatCompletionTool[] = [
       {
         type: 'function',
@@ -101,7 +82,7 @@ describe('POST /v1/chat/completions', () => {
     expect(JSON.parse(args)).toEqual({ path: 'notes.txt' });
     // The client did not ask for usage: it got none, though the provider was asked for it (the store keeps it).
     expect(sawUsage).toBe(false);
-    expect(openai.chatRequests().at(-1)?.body.stream_options).toEqual({ include_usage: true });
+    expect(dropin.openai.chatRequests().at(-1)?.body.stream_options).toEqual({ include_usage: true });
 
     history.push(
       {
@@ -111,7 +92,7 @@ describe('POST /v1/chat/completions', () => {
       },
       { role: 'tool', tool_call_id: 'call_1', content: 'The notes say: water the ficus on Tuesdays.' },
     );
-    openai.enqueue(reply('It says to water the ficus on Tuesdays.'));
+    dropin.openai.enqueue(reply('It says to water the ficus on Tuesdays.'));
     const second = await client.chat.completions.create({
       model: 'gpt-test',
       messages: history,
@@ -129,58 +110,58 @@ describe('POST /v1/chat/completions', () => {
     expect(usage?.prompt_tokens).toBeGreaterThan(0);
 
     const conversationId = (client as any)._options.defaultHeaders['x-conversation-id'] as string;
-    const rows = await storedMessages(gw, key, conversationId);
+    const rows = await storedMessages(dropin.gw, key, conversationId);
     expect(rows.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(rows[1]?.tool_calls?.[0]).toMatchObject({ id: 'call_1', function: { name: 'read_file', arguments: args } });
     expect(rows[3]?.content).toBe(text);
-    const status = await gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
+    const status = await dropin.gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
     expect(status.json.lastPromptTokens).toBe(usage?.prompt_tokens);
   });
 
   it('after a compaction, the provider gets the compacted transcript with the new messages', async () => {
-    const { key } = await gw.tenant({ protect_first_n: 1, protect_last_n: 2 });
+    const { key } = await dropin.gw.tenant({ protect_first_n: 1, protect_last_n: 2 });
     const conversationId = `conv-${randomUUID()}`;
-    const client = sdk(key, { 'x-conversation-id': conversationId });
+    const client = dropin.sdk(key, { 'x-conversation-id': conversationId });
     const history: Message[] = [{ role: 'system', content: 'You help with a garden.' }];
     for (let i = 0; i < 4; i++) {
       const details = 'The leaves turn yellow at the edges and the soil stays dry for days. '.repeat(40);
       history.push({ role: 'user', content: `Question ${i} about plant ${i}? ${details}` });
       // The last reply's reading is over the in-loop threshold (75 % of the 256K window): a background compaction.
       const prompt = i === 3 ? 200_000 : 1_000 + i;
-      openai.enqueue(
+      dropin.openai.enqueue(
         reply(`Answer ${i}.`, { usage: { prompt_tokens: prompt, completion_tokens: 5, total_tokens: prompt + 5 } }),
       );
       const answer = await client.chat.completions.create({ model: 'gpt-test', messages: history });
       history.push(answer.choices[0]?.message as Message);
     }
     for (let i = 0; i < 100; i++) {
-      const status = await gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
+      const status = await dropin.gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
       if (status.json.compressionCount === 1 && !status.json.compacting) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     history.push({ role: 'user', content: 'What about plant 9?' });
-    openai.enqueue(reply('Plant 9 likes shade.'));
+    dropin.openai.enqueue(reply('Plant 9 likes shade.'));
     const after = await client.chat.completions.create({ model: 'gpt-test', messages: history });
     expect(after.choices[0]?.message.content).toBe('Plant 9 likes shade.');
-    const sent = openai.chatRequests().at(-1)?.body.messages as Array<{ role: string; content: string }>;
+    const sent = dropin.openai.chatRequests().at(-1)?.body.messages as Array<{ role: string; content: string }>;
     expect(JSON.stringify(sent)).toContain('Fix the failing tests of the project.');
     expect(sent.some((m) => String(m.content).startsWith('Question 0 about plant 0?'))).toBe(false);
     expect(sent.at(-1)).toEqual({ role: 'user', content: 'What about plant 9?' });
     // Everything stays stored (archived rows included), each message once.
-    const rows = await storedMessages(gw, key, conversationId);
+    const rows = await storedMessages(dropin.gw, key, conversationId);
     expect(rows.filter((m) => String(m.content).startsWith('Question 0 about plant 0?'))).toHaveLength(1);
     expect(rows.filter((m) => m.content === 'What about plant 9?')).toHaveLength(1);
   });
 
   it('an edited earlier message starts a branch linked to the stored conversation, which stays as it was', async () => {
-    const { key } = await gw.tenant();
-    const client = sdk(key);
+    const { key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
     const history: Message[] = [{ role: 'user', content: `Plan a trip ${randomUUID()}` }];
-    openai.enqueue(reply('Where to?'));
+    dropin.openai.enqueue(reply('Where to?'));
     const first = await client.chat.completions.create({ model: 'gpt-test', messages: history }).withResponse();
     const original = first.response.headers.get('x-conversation-id') as string;
     history.push(first.data.choices[0]?.message as Message, { role: 'user', content: 'Lisbon.' });
-    openai.enqueue(reply('Lisbon it is.'));
+    dropin.openai.enqueue(reply('Lisbon it is.'));
     await client.chat.completions.create({ model: 'gpt-test', messages: history });
 
     // The client edits its second message (the reply) and asks again.
@@ -189,17 +170,17 @@ describe('POST /v1/chat/completions', () => {
       { role: 'assistant', content: 'Which city?' },
       { role: 'user', content: 'Porto.' },
     ];
-    openai.enqueue(reply('Porto it is.'));
+    dropin.openai.enqueue(reply('Porto it is.'));
     const branched = await client.chat.completions.create({ model: 'gpt-test', messages: edited }).withResponse();
     const branch = branched.response.headers.get('x-conversation-id') as string;
     expect(branch).not.toBe(original);
-    expect((await storedMessages(gw, key, original)).map((m) => m.content)).toEqual([
+    expect((await storedMessages(dropin.gw, key, original)).map((m) => m.content)).toEqual([
       history[0]?.content,
       'Where to?',
       'Lisbon.',
       'Lisbon it is.',
     ]);
-    expect((await storedMessages(gw, key, branch)).map((m) => m.content)).toEqual([
+    expect((await storedMessages(dropin.gw, key, branch)).map((m) => m.content)).toEqual([
       history[0]?.content,
       'Which city?',
       'Porto.',
@@ -207,10 +188,10 @@ describe('POST /v1/chat/completions', () => {
     ]);
     // The same edited history again finds the branch and extends it.
     edited.push(branched.data.choices[0]?.message as Message, { role: 'user', content: 'Two days.' });
-    openai.enqueue(reply('Two days in Porto.'));
+    dropin.openai.enqueue(reply('Two days in Porto.'));
     const again = await client.chat.completions.create({ model: 'gpt-test', messages: edited }).withResponse();
     expect(again.response.headers.get('x-conversation-id')).toBe(branch);
-    const lineage = await gw.testDb.db
+    const lineage = await dropin.gw.testDb.db
       .selectFrom('sessions')
       .select(['conversation_id', 'parent_session_id'])
       .where('conversation_id', 'in', [original, branch])
@@ -221,8 +202,8 @@ describe('POST /v1/chat/completions', () => {
   });
 
   it('refuses in OpenAI’s dialect naming the field, stores nothing; passes provider errors on as they came', async () => {
-    const { id, key } = await gw.tenant();
-    const client = sdk(key);
+    const { id, key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
     const noMessages = await client.chat.completions.create({ model: 'gpt-test', messages: [] }).catch((e) => e);
     expect(noMessages).toBeInstanceOf(OpenAI.BadRequestError);
     expect(noMessages.type).toBe('invalid_request_error');
@@ -232,15 +213,16 @@ describe('POST /v1/chat/completions', () => {
       .catch((e) => e);
     expect(badRole).toBeInstanceOf(OpenAI.BadRequestError);
     expect(badRole.param).toBe('messages[0].role');
-    const wrongKey = await sdk('not-a-key')
+    const wrongKey = await dropin
+      .sdk('not-a-key')
       .chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] })
       .catch((e) => e);
     expect(wrongKey).toBeInstanceOf(OpenAI.AuthenticationError);
     expect(wrongKey.code).toBe('invalid_api_key');
-    const rows = await gw.testDb.db.selectFrom('messages').select('id').where('tenant_id', '=', id).execute();
+    const rows = await dropin.gw.testDb.db.selectFrom('messages').select('id').where('tenant_id', '=', id).execute();
     expect(rows).toHaveLength(0);
 
-    openai.enqueue(rateLimited({ 'retry-after': '7' }));
+    dropin.openai.enqueue(rateLimited({ 'retry-after': '7' }));
     const limited = await client.chat.completions
       .create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi there' }] })
       .catch((e) => e);
@@ -249,8 +231,8 @@ describe('POST /v1/chat/completions', () => {
     expect(limited.code).toBe('rate_limit_exceeded');
 
     // The key as Anthropic's clients send it is accepted too.
-    openai.enqueue(reply('hello'));
-    const viaHeader = await fetch(`${gw.url}/v1/chat/completions`, {
+    dropin.openai.enqueue(reply('hello'));
+    const viaHeader = await fetch(`${dropin.gw.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'x-api-key': key, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi via x-api-key' }] }),

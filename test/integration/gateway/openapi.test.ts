@@ -37,11 +37,12 @@ const ROUTES: Record<string, number[]> = {
   'GET /v1/search': [200, 400, 401, 500, 503],
   'POST /v1/search': [200, 400, 401, 413, 415, 500, 503],
   'POST /v1/chat/completions': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 502, 503],
+  'POST /v1/responses': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 502, 503],
   'POST /v1/messages': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 503, 529],
   'POST /v1/messages/count_tokens': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 503, 529],
 };
 /** Drop-in routes answer errors in their dialect (issue #12). */
-const OPENAI_DIALECT = new Set(['POST /v1/chat/completions']);
+const OPENAI_DIALECT = new Set(['POST /v1/chat/completions', 'POST /v1/responses']);
 const ANTHROPIC_DIALECT = new Set(['POST /v1/messages', 'POST /v1/messages/count_tokens']);
 
 const BODY_LIMIT = 64 * 1024;
@@ -273,6 +274,14 @@ describe('the routes answer as documented, and the schemas change nothing', () =
       messages: [{ role: 'user', content: 'again' }],
     });
     expect(limited).toMatchObject({ status: 429, json: { error: { code: 'rate_limit_exceeded' } } });
+
+    openai.enqueue(reply('responses answer'));
+    const viaResponses = await call('POST', '/v1/responses', key, { model: 'gpt-test', input: 'hello responses' });
+    expect(viaResponses.json.output[0].content[0].text).toBe('responses answer');
+    expect(await call('POST', '/v1/responses', key, { model: 'gpt-test' })).toMatchObject({
+      status: 400,
+      json: { error: { param: 'input' } },
+    });
 
     // The drop-in Anthropic endpoints: no Anthropic provider is configured here, said in Anthropic's dialect.
     const claudeRequest = { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };

@@ -1,4 +1,4 @@
-// A fake OpenAI chat-completions server (DESIGN.md §5) for the real `openai` SDK: POST /v1/chat/completions,
+// A fake OpenAI server (DESIGN.md §5) for the real `openai` SDK: POST /v1/chat/completions and POST /v1/responses,
 // non-streaming or streamed (`stream: true`: SSE chunks as OpenAI sends them), with OpenAI's response and error
 // JSON. Scripted per test, records every request.
 import { type FakeServer, type RecordedRequest, startFakeServer, type WireResponse } from './fakeServer.js';
@@ -9,6 +9,8 @@ export interface OpenAIFake extends FakeServer {
   readonly baseURL: string;
   /** The recorded chat-completion requests only. */
   chatRequests(): RecordedRequest[];
+  /** The recorded Responses API requests only. */
+  responsesRequests(): RecordedRequest[];
 }
 
 export interface OpenAIFakeOptions {
@@ -135,7 +137,121 @@ function streamed(response: WireResponse, includeUsage: boolean): WireResponse {
   return { ...response, body: null, events };
 }
 
+/** The reply as a Responses API `response` object: a message item with the text, a function_call item per call. */
+function responseObject(step: ReplyStep, model: string): WireResponse {
+  completionCounter += 1;
+  const n = completionCounter;
+  const output: Record<string, unknown>[] = [];
+  if (step.text) {
+    output.push({
+      id: `msg_fake_${n}`,
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: step.text, annotations: [], logprobs: [] }],
+    });
+  }
+  (step.toolCalls ?? []).forEach((call, i) => {
+    output.push({
+      id: `fc_fake_${n}_${i}`,
+      type: 'function_call',
+      status: 'completed',
+      call_id: call.id,
+      name: call.name,
+      arguments: JSON.stringify(call.input),
+    });
+  });
+  const given = step.usage as { input_tokens?: number; output_tokens?: number } | undefined;
+  const input = given?.input_tokens ?? OPENAI_DEFAULT_USAGE.prompt_tokens;
+  const outputTokens = given?.output_tokens ?? OPENAI_DEFAULT_USAGE.completion_tokens;
+  return {
+    status: 200,
+    headers: { 'x-request-id': `req_fake_${n}` },
+    body: {
+      id: `resp_fake_${n}`,
+      object: 'response',
+      created_at: 1_760_000_000,
+      status: 'completed',
+      model,
+      output,
+      parallel_tool_calls: true,
+      tool_choice: 'auto',
+      tools: [],
+      usage: {
+        input_tokens: input,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: outputTokens,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: input + outputTokens,
+      },
+    },
+  };
+}
+
+/** A `response` as the Responses API streams it: created, each output item with its deltas, completed. */
+function streamedResponse(response: WireResponse): WireResponse {
+  if (response.status !== 200) return response;
+  const full = response.body as { output: Array<Record<string, any>> } & Record<string, unknown>;
+  let sequence = 0;
+  const event = (type: string, data: Record<string, unknown>) => ({
+    event: type,
+    data: JSON.stringify({ type, sequence_number: sequence++, ...data }),
+  });
+  const pieces = (text: string) => text.match(/[\s\S]{1,7}/g) ?? [];
+  const events = [event('response.created', { response: { ...full, status: 'in_progress', output: [], usage: null } })];
+  full.output.forEach((item, output_index) => {
+    if (item.type === 'message') {
+      const text = item.content[0].text as string;
+      events.push(
+        event('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', content: [] } }),
+      );
+      const part = { type: 'output_text', text: '', annotations: [], logprobs: [] };
+      events.push(event('response.content_part.added', { item_id: item.id, output_index, content_index: 0, part }));
+      for (const delta of pieces(text)) {
+        events.push(
+          event('response.output_text.delta', {
+            item_id: item.id,
+            output_index,
+            content_index: 0,
+            delta,
+            logprobs: [],
+          }),
+        );
+      }
+      events.push(
+        event('response.output_text.done', { item_id: item.id, output_index, content_index: 0, text, logprobs: [] }),
+      );
+      events.push(
+        event('response.content_part.done', {
+          item_id: item.id,
+          output_index,
+          content_index: 0,
+          part: { ...part, text },
+        }),
+      );
+    } else {
+      events.push(
+        event('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', arguments: '' } }),
+      );
+      for (const delta of pieces(item.arguments as string)) {
+        events.push(event('response.function_call_arguments.delta', { item_id: item.id, output_index, delta }));
+      }
+      events.push(
+        event('response.function_call_arguments.done', { item_id: item.id, output_index, arguments: item.arguments }),
+      );
+    }
+    events.push(event('response.output_item.done', { output_index, item }));
+  });
+  events.push(event('response.completed', { response: full }));
+  return { ...response, body: null, events };
+}
+
 function validationError(request: RecordedRequest, options: OpenAIFakeOptions): WireResponse | null {
+  if (request.method === 'POST' && request.path === '/v1/responses') {
+    const body = request.body as Record<string, unknown> | null;
+    if (!body || typeof body.model !== 'string') return errorResponse(400, 'you must provide a model parameter');
+    return null;
+  }
   if (request.method !== 'POST' || request.path !== '/v1/chat/completions') {
     return errorResponse(404, `Invalid URL (${request.method} ${request.path})`, 'invalid_request_error', null);
   }
@@ -176,6 +292,12 @@ export async function startOpenAIFake(options: OpenAIFakeOptions = {}): Promise<
     const invalid = validationError(request, options);
     if (invalid) return invalid;
     const body = request.body as { model: string; stream?: boolean; stream_options?: { include_usage?: boolean } };
+    if (request.path === '/v1/responses') {
+      const step = nextStep();
+      const answer = step?.kind === 'reply' ? responseObject(step, body.model) : respond(step, String(body.model));
+      if (body.stream !== true || 'hangMs' in answer) return answer;
+      return streamedResponse(answer);
+    }
     const answer = respond(nextStep(), String(body.model));
     if (body.stream !== true || 'hangMs' in answer) return answer;
     return streamed(answer, body.stream_options?.include_usage === true);
@@ -184,5 +306,6 @@ export async function startOpenAIFake(options: OpenAIFakeOptions = {}): Promise<
     ...server,
     baseURL: `${server.origin}/v1`,
     chatRequests: () => server.requests.filter((r) => r.path === '/v1/chat/completions'),
+    responsesRequests: () => server.requests.filter((r) => r.path === '/v1/responses'),
   };
 }

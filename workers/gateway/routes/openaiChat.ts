@@ -1,4 +1,4 @@
-// Drop-in OpenAI Chat Completions (issue #12): `POST /v1/chat/completions` with a tenant key (`Authorization:
+// Drop-in OpenAI endpoints (issue #12): `POST /v1/chat/completions` and `POST /v1/responses` with a tenant key (`Authorization:
 // Bearer …` or `x-api-key`), streamed or not (workers/gateway/dropin/openaiChat.ts). Every refusal answers in
 // OpenAI's dialect, `{error: {message, type, param, code}}`, with the status the gateway gives it elsewhere; the
 // provider's own errors are passed on as it sent them (status, `retry-after`, error object). Schemas:
@@ -10,10 +10,14 @@ import {
   ChatCompletionsBody,
   ChatCompletionsHeaders,
   OpenAIErrorBody,
+  ResponseObjectBody,
+  ResponsesBody,
 } from '../../../contracts/http/openaiChat.js';
 import type { CompletionBody } from '../../../infra/llm/openaiPassthrough.js';
+import type { ResponsesBody as PassthroughResponsesBody } from '../../../infra/llm/responsesPassthrough.js';
 import { requireTenant } from '../auth.js';
 import { OpenAIChatCompletions } from '../dropin/openaiChat.js';
+import { OpenAIResponses } from '../dropin/openaiResponses.js';
 import { type DropinError, type DropinRouteDeps, dropinDeps, dropinErrorHandler } from '../dropin/routeSupport.js';
 
 /**
@@ -59,6 +63,7 @@ async function* sse(payloads: AsyncIterable<string>): AsyncGenerator<string> {
 
 export function openAIChatRoutes(deps: DropinRouteDeps): FastifyPluginAsyncTypebox {
   const service = new OpenAIChatCompletions(dropinDeps(deps));
+  const responses = new OpenAIResponses(dropinDeps(deps));
   return async (app) => {
     requireTenant(app, deps.readDb ?? deps.db);
     app.setErrorHandler(dropinErrorHandler(openAIError));
@@ -88,6 +93,35 @@ export function openAIChatRoutes(deps: DropinRouteDeps): FastifyPluginAsyncTypeb
         void reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache');
         // A stream is written as it comes (no response schema applies to it).
         return reply.status(200).send(Readable.from(sse(answer.events)) as unknown as Record<string, unknown>);
+      },
+    );
+    app.post(
+      '/v1/responses',
+      {
+        schema: {
+          tags: ['drop-in'],
+          summary:
+            'OpenAI Responses, drop-in (`store: false`, the whole input each time): stored, compacted when due, sent ' +
+            'to the provider of the model (the client’s own request while never compacted); `stream: true` for SSE',
+          headers: ChatCompletionsHeaders,
+          body: ResponsesBody,
+          response: { 200: ResponseObjectBody, ...openAIErrorResponses },
+        },
+      },
+      async (request, reply) => {
+        const header = request.headers['x-conversation-id'];
+        const answer = await responses.create(
+          request.tenantId,
+          request.body as PassthroughResponsesBody,
+          typeof header === 'string' ? header : undefined,
+        );
+        if (answer.conversationId) void reply.header('x-conversation-id', answer.conversationId);
+        if (answer.reasoningDropped > 0)
+          void reply.header('x-reasoning-items-dropped', String(answer.reasoningDropped));
+        if (answer.kind === 'json')
+          return reply.status(200).send(answer.response as unknown as Record<string, unknown>);
+        void reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache');
+        return reply.status(200).send(Readable.from(answer.frames) as unknown as Record<string, unknown>);
       },
     );
   };

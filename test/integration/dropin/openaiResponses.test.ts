@@ -1,0 +1,149 @@
+// Drop-in OpenAI Responses (issue #12) with the real `openai` SDK's `responses` API pointed at the gateway, the fake
+// OpenAI server behind it: `store: false`, the whole input each time, no previous_response_id. The input items are
+// stored once (the assistant's output items, echoed back, match the stored reply); while nothing was compacted the
+// provider gets the client's own request byte for byte; streamed responses reach the client with the Responses
+// event types, function calls included, and are stored; after a compaction the provider gets the compacted
+// transcript as instructions and input; refusals and provider errors in OpenAI's dialect.
+import { randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
+import { openAIDropinForFile, storedMessages } from './dropinFixtures.js';
+
+const dropin = openAIDropinForFile();
+
+type Input = OpenAI.Responses.ResponseInputItem[];
+
+describe('POST /v1/responses', () => {
+  it('stores each item once; never compacted, the provider gets the client’s request byte for byte', async () => {
+    const { key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
+    const instructions = `You are terse. ${randomUUID()}`;
+    const input: Input = [{ role: 'user', content: 'What is the capital of France?' }];
+    dropin.openai.enqueue(reply('Paris.'));
+    const first = await client.responses.create({ model: 'gpt-test', instructions, input, store: false });
+    expect(first.output_text).toBe('Paris.');
+    expect(dropin.openai.responsesRequests().at(-1)?.raw).toBe(
+      JSON.stringify({ model: 'gpt-test', instructions, input, store: false }),
+    );
+
+    input.push(...(first.output as Input), { role: 'user', content: 'And of Italy?' });
+    dropin.openai.enqueue(reply('Rome.'));
+    const { data: second, response } = await client.responses
+      .create({ model: 'gpt-test', instructions, input, store: false })
+      .withResponse();
+    expect(second.output_text).toBe('Rome.');
+    const raw1 = dropin.openai.responsesRequests().at(-2)?.raw ?? '';
+    const raw2 = dropin.openai.responsesRequests().at(-1)?.raw ?? '';
+    expect(raw2).toBe(JSON.stringify({ model: 'gpt-test', instructions, input, store: false }));
+    const prefix = raw1.slice(0, raw1.lastIndexOf(']'));
+    expect(raw2.startsWith(prefix)).toBe(true);
+
+    const conversationId = response.headers.get('x-conversation-id') as string;
+    expect(conversationId).toMatch(/^or-/);
+    expect((await storedMessages(dropin.gw, key, conversationId)).map((m) => [m.role, m.content])).toEqual([
+      ['system', instructions],
+      ['user', 'What is the capital of France?'],
+      ['assistant', 'Paris.'],
+      ['user', 'And of Italy?'],
+      ['assistant', 'Rome.'],
+    ]);
+  });
+
+  it('streams with the Responses event types, function calls included; output and results are stored', async () => {
+    const { key } = await dropin.gw.tenant();
+    const conversationId = `or-${randomUUID()}`;
+    const client = dropin.sdk(key, { 'x-conversation-id': conversationId });
+    const tools: OpenAI.Responses.Tool[] = [
+      { type: 'function', name: 'read_file', parameters: { type: 'object' }, strict: false },
+    ];
+    const input: Input = [{ role: 'user', content: 'Read notes.txt please.' }];
+    dropin.openai.enqueue(toolCallsReply([{ id: 'call_r1', name: 'read_file', input: { path: 'notes.txt' } }]));
+    const stream = await client.responses.create({ model: 'gpt-test', input, tools, store: false, stream: true });
+    const types: string[] = [];
+    let completed: OpenAI.Responses.Response | null = null;
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.completed') completed = event.response;
+    }
+    expect(types[0]).toBe('response.created');
+    expect(types).toContain('response.function_call_arguments.delta');
+    expect(types.at(-1)).toBe('response.completed');
+    const call = completed?.output.find((item) => item.type === 'function_call');
+    expect(call).toMatchObject({ call_id: 'call_r1', name: 'read_file', arguments: '{"path":"notes.txt"}' });
+
+    input.push(...((completed?.output ?? []) as Input), {
+      type: 'function_call_output',
+      call_id: 'call_r1',
+      output: 'Water the ficus on Tuesdays.',
+    });
+    dropin.openai.enqueue(reply('It says: water the ficus on Tuesdays.'));
+    const answer = client.responses.stream({ model: 'gpt-test', input, tools, store: false });
+    let text = '';
+    answer.on('response.output_text.delta', (event) => {
+      text += event.delta;
+    });
+    const final = await answer.finalResponse();
+    expect(text).toBe('It says: water the ficus on Tuesdays.');
+    expect(final.output_text).toBe(text);
+
+    const rows = await storedMessages(dropin.gw, key, conversationId);
+    expect(rows.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(rows[1]?.tool_calls?.[0]).toMatchObject({ id: 'call_r1', function: { name: 'read_file' } });
+    expect(rows[2]).toMatchObject({ tool_call_id: 'call_r1', content: 'Water the ficus on Tuesdays.' });
+    expect(rows[3]?.content).toBe(text);
+  });
+
+  it('after a compaction, the provider gets the compacted transcript as instructions and input', async () => {
+    const { key } = await dropin.gw.tenant({ protect_first_n: 1, protect_last_n: 2 });
+    const conversationId = `or-${randomUUID()}`;
+    const client = dropin.sdk(key, { 'x-conversation-id': conversationId });
+    const input: Input = [];
+    for (let i = 0; i < 4; i++) {
+      const details = 'The leaves turn yellow at the edges and the soil stays dry for days. '.repeat(40);
+      input.push({ role: 'user', content: `Question ${i} about plant ${i}? ${details}` });
+      const tokens = i === 3 ? 200_000 : 1_000 + i;
+      dropin.openai.enqueue(reply(`Answer ${i}.`, { usage: { input_tokens: tokens, output_tokens: 5 } }));
+      const answer = await client.responses.create({ model: 'gpt-test', instructions: 'Garden helper.', input });
+      input.push({ type: 'reasoning', id: `rs_${i}`, summary: [] } as OpenAI.Responses.ResponseReasoningItem);
+      input.push(...(answer.output as Input));
+    }
+    for (let i = 0; i < 100; i++) {
+      const status = await dropin.gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
+      if (status.json.compressionCount === 1 && !status.json.compacting) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    input.push({ role: 'user', content: 'What about plant 9?' });
+    dropin.openai.enqueue(reply('Plant 9 likes shade.'));
+    const { data, response } = await client.responses
+      .create({ model: 'gpt-test', instructions: 'Garden helper.', input })
+      .withResponse();
+    expect(data.output_text).toBe('Plant 9 likes shade.');
+    const sent = dropin.openai.responsesRequests().at(-1)?.body;
+    expect(sent.instructions).toContain('Garden helper.');
+    expect(JSON.stringify(sent.input)).toContain('Fix the failing tests of the project.');
+    expect(JSON.stringify(sent.input)).not.toContain('Question 0 about plant 0?');
+    expect(JSON.stringify(sent.input)).not.toContain('"reasoning"');
+    expect(sent.input.at(-1)).toMatchObject({
+      role: 'user',
+      content: [{ type: 'input_text', text: 'What about plant 9?' }],
+    });
+    expect(Number(response.headers.get('x-reasoning-items-dropped'))).toBe(4);
+  });
+
+  it('refuses previous_response_id and an empty input in OpenAI’s dialect; passes a provider error on', async () => {
+    const { key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
+    const chained = await client.responses
+      .create({ model: 'gpt-test', input: 'hi', previous_response_id: 'resp_1' })
+      .catch((e) => e);
+    expect(chained).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(chained.param).toBe('previous_response_id');
+    const empty = await client.responses.create({ model: 'gpt-test', input: [] }).catch((e) => e);
+    expect(empty).toBeInstanceOf(OpenAI.BadRequestError);
+    dropin.openai.enqueue(rateLimited({ 'retry-after': '5' }));
+    const limited = await client.responses.create({ model: 'gpt-test', input: 'hello' }).catch((e) => e);
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(limited.headers.get('retry-after')).toBe('5');
+  });
+});

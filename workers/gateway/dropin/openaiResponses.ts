@@ -1,0 +1,122 @@
+// The drop-in OpenAI Responses endpoint (issue #12): a client of the Responses API (`store: false`, the whole input
+// each time, no `previous_response_id`) points its base URL at the gateway. `instructions` and the input items are
+// read as stored messages (infra/llm/responsesItems.ts), stored and decided on by DropinFlow, and the provider of
+// the model gets the client's own request while the conversation was never compacted (reasoning items included), or
+// the same request with the compacted, sanitised transcript as `instructions` and `input` (reasoning items, whose
+// preceding content changed, are then left out and counted). The reply — the response's output items — is stored
+// with the provider's usage.
+
+import { prepareContext } from '../../../engine/index.js';
+import type { ChatMessage, Usage } from '../../../engine/types.js';
+import type { ProviderConfig } from '../../../infra/llm/providers.js';
+import { fromResponsesInput, toResponsesInput } from '../../../infra/llm/responsesItems.js';
+import {
+  createResponse,
+  type ResponseObject,
+  type ResponseStreamEvent,
+  type ResponsesBody,
+  streamResponse,
+} from '../../../infra/llm/responsesPassthrough.js';
+import { DropinFlow, DropinRequestError } from './conversationFlow.js';
+import type { StoreReply } from './streamedReply.js';
+import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
+
+const SOURCE = 'openai-responses';
+
+export type ResponsesAnswer = {
+  /** The conversation the reply is stored in (null: a branch named by the reply, still streaming). */
+  conversationId: string | null;
+  /** Reasoning items of the client's input left out because a compaction changed what preceded them. */
+  reasoningDropped: number;
+} & ({ kind: 'json'; response: ResponseObject } | { kind: 'stream'; frames: AsyncIterable<string> });
+
+/** SPEC §7 reading of a Responses usage (`input_tokens` is the whole input, cached tokens included). */
+export function responsesUsage(usage: ResponseObject['usage'] | null | undefined): Usage | undefined {
+  if (!usage) return undefined;
+  return {
+    prompt_tokens: usage.input_tokens,
+    completion_tokens: usage.output_tokens,
+    total_tokens: usage.total_tokens ?? usage.input_tokens + usage.output_tokens,
+  };
+}
+
+/** The stored reply of a response: its output items as one assistant message. */
+export function replyOfResponse(response: Pick<ResponseObject, 'output'>): ChatMessage {
+  return fromResponsesInput(undefined, response.output)[0] ?? { role: 'assistant', content: '' };
+}
+
+const frame = (type: string, data: unknown) => `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/** The client's events as the provider sent them; the reply (from `response.completed`) is stored before the last. */
+async function* relay(events: AsyncIterable<ResponseStreamEvent>, store: StoreReply): AsyncGenerator<string> {
+  try {
+    for await (const event of events) {
+      if (event.type === 'response.completed') {
+        await store(replyOfResponse(event.response), responsesUsage(event.response.usage));
+      }
+      yield frame(event.type, event);
+    }
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    yield frame('error', { type: 'error', code: 'upstream_error', message: `the stream was interrupted: ${message}` });
+  }
+}
+
+function reasoningItems(input: unknown): number {
+  return Array.isArray(input) ? input.filter((item) => (item as { type?: unknown })?.type === 'reasoning').length : 0;
+}
+
+export class OpenAIResponses {
+  private readonly flow: DropinFlow;
+  private readonly upstreams: Upstreams<'openai'>;
+
+  constructor(private readonly deps: DropinDeps) {
+    this.flow = new DropinFlow(deps.conversations, 'or');
+    this.upstreams = new Upstreams(deps, 'openai', 'POST /v1/responses');
+  }
+
+  async create(tenantId: string, body: ResponsesBody, conversationHeader?: string): Promise<ResponsesAnswer> {
+    if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
+      throw new DropinRequestError(
+        'previous_response_id is not needed here: send the whole input (the gateway stores the conversation)',
+        'previous_response_id',
+      );
+    }
+    const history = fromResponsesInput(body.instructions, body.input);
+    if (history.length === 0) throw new DropinRequestError('input must hold at least one message', 'input');
+    checkStorable(history, (problem) => problem.replace(/^messages\[\d+\]\.message\.?/, 'input: '));
+    const provider = this.upstreams.providerFor(body.model);
+    const turn = await this.flow.begin(tenantId, history, conversationHeader, {
+      model: body.model,
+      provider: provider.id,
+      source: SOURCE,
+    });
+    const reasoningDropped = turn.compacted ? reasoningItems(body.input) : 0;
+    const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
+    const client = this.upstreams.clientFor(provider);
+    if (body.stream === true) {
+      const events = await streamResponse(client, provider.id, { ...upstream, stream: true });
+      return {
+        kind: 'stream',
+        conversationId: turn.conversationId,
+        reasoningDropped,
+        frames: relay(events, turn.store),
+      };
+    }
+    const response = await createResponse(client, provider.id, upstream);
+    const conversationId = await turn.store(replyOfResponse(response), responsesUsage(response.usage));
+    return { kind: 'json', conversationId, reasoningDropped, response };
+  }
+
+  /** The request with the conversation's compacted, sanitised transcript as instructions and input. */
+  private withCompacted(body: ResponsesBody, transcript: ChatMessage[], provider: ProviderConfig): ResponsesBody {
+    const { messages } = prepareContext(transcript, {
+      model: body.model,
+      cachingRoute: provider.cachingRoute,
+      cacheTtl: this.deps.cacheTtl,
+    });
+    const { instructions, input } = toResponsesInput(messages);
+    const { instructions: _client, ...rest } = body;
+    return { ...rest, ...(instructions !== undefined ? { instructions } : {}), input };
+  }
+}
