@@ -1,0 +1,133 @@
+// The real Codex CLI (`@openai/codex`, pinned: test/support/clients/codex.ts), unmodified, configured with a custom
+// model provider whose base URL is the gateway (`wire_api = "responses"`, the key from an env var), against the
+// drop-in Responses endpoint with the fake OpenAI server behind it (issue #12). A multi-turn `codex exec` session
+// with `resume`: the fake reports a reading over the in-loop threshold, the gateway compacts in the background, and
+// the next turn goes to the provider compacted — while Codex, whose own auto-compaction is set out of reach, never
+// errs; every turn is stored once and searchable.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureCodex } from '../../support/clients/codex.js';
+import { reply } from '../../support/fakes/script.js';
+import { openAIDropinForFile, storedMessages } from './dropinFixtures.js';
+
+const dropin = openAIDropinForFile();
+let codex: string;
+let work: string;
+
+beforeAll(() => {
+  codex = ensureCodex();
+  work = mkdtempSync(join(tmpdir(), 'dctx-codex-'));
+});
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+/** One `codex exec` (or `codex exec resume --last`) run to its end; its exit code, output and log. */
+function runCodex(
+  home: string,
+  key: string,
+  args: string[],
+): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(codex, ['exec', ...args], {
+      cwd: join(work, 'project'),
+      env: { ...process.env, CODEX_HOME: home, DCTX_KEY: key, RUST_LOG: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out, err });
+    });
+  });
+}
+
+describe('the Codex CLI through the drop-in Responses endpoint', () => {
+  it('runs a resumed multi-turn session; the gateway compacts in the background; every turn is stored', async () => {
+    const { id: tenantId, key } = await dropin.gw.tenant({ protect_first_n: 1, protect_last_n: 2 });
+    const home = join(work, `home-${randomUUID().slice(0, 8)}`);
+    mkdirSync(home, { recursive: true });
+    mkdirSync(join(work, 'project'), { recursive: true });
+    writeFileSync(
+      join(home, 'config.toml'),
+      [
+        'model = "gpt-test"',
+        'model_provider = "dctx"',
+        // Codex's own compaction out of reach: this test is about the gateway's.
+        'model_auto_compact_token_limit = 100000000',
+        '',
+        '[model_providers.dctx]',
+        'name = "durable-context"',
+        `base_url = "${dropin.gw.url}/v1"`,
+        'env_key = "DCTX_KEY"',
+        'wire_api = "responses"',
+        '',
+      ].join('\n'),
+    );
+    const turns = ['Turn one: list the garden beds.', 'Turn two: which bed gets shade?', 'Turn three: and water?'];
+    // The second answer reports a reading over the in-loop threshold (75 % of the 256K window).
+    dropin.openai.enqueue(
+      reply('Beds: north, south.', { usage: { input_tokens: 9_000, output_tokens: 20 } }),
+      reply('The north bed gets shade.', { usage: { input_tokens: 200_000, output_tokens: 20 } }),
+      reply('Water the south bed daily.', { usage: { input_tokens: 12_000, output_tokens: 20 } }),
+    );
+    const first = await runCodex(home, key, ['--skip-git-repo-check', turns[0] as string]);
+    expect(first.code, first.err).toBe(0);
+    expect(first.out).toContain('Beds: north, south.');
+    const second = await runCodex(home, key, ['resume', '--last', '--skip-git-repo-check', turns[1] as string]);
+    expect(second.code, second.err).toBe(0);
+    expect(second.out).toContain('The north bed gets shade.');
+
+    // Codex sent no conversation id: the gateway derived one from the opening of its history, the same each time.
+    const conversations = await dropin.gw.testDb.db
+      .selectFrom('conversations')
+      .select(['id'])
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(conversations).toHaveLength(1);
+    const conversationId = conversations[0]?.id as string;
+    for (let i = 0; i < 100; i++) {
+      const status = await dropin.gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
+      if (status.json.compressionCount === 1 && !status.json.compacting) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+
+    const third = await runCodex(home, key, ['resume', '--last', '--skip-git-repo-check', turns[2] as string]);
+    expect(third.code, third.err).toBe(0);
+    expect(third.out).toContain('Water the south bed daily.');
+    const requests = dropin.openai.responsesRequests().slice(-3);
+    // Never compacted: Codex's own requests (streamed, store: false); after the compaction: the summary in place of
+    // the first turn.
+    expect(requests[0]?.body).toMatchObject({ model: 'gpt-test', stream: true, store: false });
+    expect(JSON.stringify(requests[1]?.body.input)).toContain(turns[0]);
+    const compacted = JSON.stringify(requests[2]?.body.input);
+    expect(compacted).toContain('Fix the failing tests of the project.');
+    expect(compacted).not.toContain(turns[0]);
+    expect(compacted).toContain(turns[2]);
+
+    const status = await dropin.gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
+    expect(status.json.compressionCount).toBe(1);
+    const stored = await storedMessages(dropin.gw, key, conversationId);
+    for (const text of [...turns, 'Beds: north, south.', 'The north bed gets shade.', 'Water the south bed daily.']) {
+      expect(
+        stored.filter((m) => JSON.stringify(m.content).includes(text)),
+        text,
+      ).toHaveLength(1);
+    }
+    const found = await dropin.gw.call('GET', `/v1/search?q=${encodeURIComponent('garden beds')}`, key);
+    expect(found.json.results.length).toBeGreaterThan(0);
+  });
+});
