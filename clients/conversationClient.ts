@@ -13,6 +13,7 @@ import {
 import type { ReplayResult } from '../contracts/compactionActivities.js';
 import type {
   ChatTurnRequest,
+  ClientCompaction,
   CompactionResult,
   CompactRequest,
   ConversationInput,
@@ -25,6 +26,7 @@ import type { conversationWorkflow } from '../workflows/conversation/workflow.js
 import {
   batchStoredSignal,
   chatTurnUpdate,
+  clientCompactedSignal,
   compactUpdate,
   statusQuery,
   switchModelUpdate,
@@ -144,6 +146,19 @@ export class ConversationClient {
           ...this.startOptions(input),
           signal: batchStoredSignal,
           signalArgs: [batch],
+        }),
+      ),
+    );
+  }
+
+  /** Tells the workflow that a drop-in client's own compaction was committed (a new session, content-free). */
+  async clientCompacted(input: ConversationInput, compaction: ClientCompaction): Promise<void> {
+    await this.guarded('the client compaction is stored; retry the request to notify the conversation', () =>
+      this.client.withDeadline(Date.now() + this.callTimeoutMs, () =>
+        this.client.workflow.signalWithStart('conversationWorkflow', {
+          ...this.startOptions(input),
+          signal: clientCompactedSignal,
+          signalArgs: [compaction],
         }),
       ),
     );

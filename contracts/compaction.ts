@@ -2,11 +2,23 @@
 // JSON shapes stored in the `compactions` row by the phase activities and the commit. Pure, defined once.
 import type { CompressionStats, SummaryFailureClass } from '../engine/index.js';
 
-/** SPEC §13.1 / §16.4 compaction triggers. */
-export const COMPACTION_TRIGGERS = ['preflight', 'post_response', 'manual', 'hygiene', 'codex_app_server'] as const;
+/**
+ * SPEC §13.1 / §16.4 compaction triggers, and `client`: a drop-in client's own compaction, recorded when the
+ * gateway passed its summary request through (issue #12; the spec is silent on clients that compact themselves).
+ */
+export const COMPACTION_TRIGGERS = [
+  'preflight',
+  'post_response',
+  'manual',
+  'hygiene',
+  'codex_app_server',
+  'client',
+] as const;
 export type StoredCompactionTrigger = (typeof COMPACTION_TRIGGERS)[number];
-/** The triggers this host starts (codex_app_server is recorded for app-server sessions, SPEC §15.2). */
-export type CompactionTrigger = Exclude<StoredCompactionTrigger, 'codex_app_server'>;
+/** Triggers recorded for compactions someone else ran (an app-server session, SPEC §15.2; a drop-in client). */
+export const RECORDED_TRIGGERS = ['codex_app_server', 'client'] as const satisfies readonly StoredCompactionTrigger[];
+/** The triggers this host starts. */
+export type CompactionTrigger = Exclude<StoredCompactionTrigger, (typeof RECORDED_TRIGGERS)[number]>;
 
 /** How a compaction ended (`pending`/`running` while it runs; `rejected`: saved too little, SPEC §11.3 / §19). */
 export const COMPACTION_STATUSES = [

@@ -165,7 +165,24 @@ export interface ConversationStatus {
   notices: string[];
 }
 
-export type AutoPause = 'frequency' | 'tenant_frequency' | 'fixed_point';
+/**
+ * Why automatic in-loop compaction is paused: the SPEC §19 breakers, or `client` — the drop-in client compacts this
+ * conversation itself (issue #12), so the server does not compact on top of it (the safety net still applies).
+ */
+export const AUTO_PAUSES = ['frequency', 'tenant_frequency', 'fixed_point', 'client'] as const;
+export type AutoPause = (typeof AUTO_PAUSES)[number];
+
+/**
+ * A drop-in client's own compaction, committed by the gateway (content-free): its record, the new session of the
+ * conversation holding what the client sends from now on, and the conversation's version and totals after it.
+ */
+export interface ClientCompaction {
+  compactionId: string;
+  sessionId: string;
+  version: number;
+  activeMessages: number;
+  activeTokens: number;
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // The conversation workflow's input and the compact state it carries through continue-as-new (DESIGN.md §3).

@@ -126,6 +126,19 @@ export function validateStoredBatch(batch: unknown): string | null {
   return null;
 }
 
+/** A client compaction the gateway committed (contracts/conversation.ts ClientCompaction). */
+export function validateClientCompaction(value: unknown): string | null {
+  if (!isObject(value)) return 'the client compaction must be an object';
+  const c = value as Record<string, unknown>;
+  for (const key of ['compactionId', 'sessionId'] as const) {
+    if (typeof c[key] !== 'string' || c[key] === '') return `${key} must be a non-empty string`;
+  }
+  for (const key of ['version', 'activeMessages', 'activeTokens'] as const) {
+    if (!isCount(c[key])) return `${key} must be a non-negative integer`;
+  }
+  return null;
+}
+
 /** The fold a notification carries (contracts/conversationLog.ts NotificationFold). */
 export function validateNotificationFold(value: unknown, at: string): string | null {
   if (!isObject(value)) return `${at} must be an object`;

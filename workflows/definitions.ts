@@ -3,6 +3,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type {
   ChatTurnRequest,
+  ClientCompaction,
   CompactionResult,
   CompactRequest,
   ConversationStatus,
@@ -15,6 +16,8 @@ import type { StoredBatch } from '../contracts/conversationLog.js';
 export const batchStoredSignal = defineSignal<[StoredBatch]>('batchStored');
 /** Sent by the replay workflow when a replayed summary replaced the fallback in the live transcript (SPEC §13.7). */
 export const summaryReplacedSignal = defineSignal<[{ compactionId: string; summaryBody: string }]>('summaryReplaced');
+/** The gateway committed a drop-in client's own compaction: its new session holds what the client sends now. */
+export const clientCompactedSignal = defineSignal<[ClientCompaction]>('clientCompacted');
 export const compactUpdate = defineUpdate<CompactionResult, [CompactRequest]>('compact');
 export const switchModelUpdate = defineUpdate<ConversationStatus, [SwitchModelRequest]>('switchModel');
 export const statusQuery = defineQuery<ConversationStatus>('status');

@@ -4,12 +4,13 @@
 
 import { type Static, Type } from 'typebox';
 import type { CompressionStats } from '../../engine/index.js';
-import { COMPACTION_STATUSES, COMPACTION_TRIGGERS } from '../compaction.js';
-import type {
-  CacheTelemetry,
-  CompactionResult,
-  ConversationStatus,
-  TurnUsage as TurnUsageContract,
+import { COMPACTION_STATUSES, COMPACTION_TRIGGERS, RECORDED_TRIGGERS } from '../compaction.js';
+import {
+  AUTO_PAUSES,
+  type CacheTelemetry,
+  type CompactionResult,
+  type ConversationStatus,
+  type TurnUsage as TurnUsageContract,
 } from '../conversation.js';
 import { type Assert, nullable, openObject, type Same, snapshot, stringEnum } from './common.js';
 
@@ -19,7 +20,11 @@ const nullableString = nullable(Type.String());
 export const CompactionReport = Type.Object(
   {
     compactionId: Type.String(),
-    trigger: stringEnum(COMPACTION_TRIGGERS.filter((t) => t !== 'codex_app_server') as CompactionResult['trigger'][]),
+    trigger: stringEnum(
+      COMPACTION_TRIGGERS.filter(
+        (t) => !(RECORDED_TRIGGERS as readonly string[]).includes(t),
+      ) as CompactionResult['trigger'][],
+    ),
     status: stringEnum(
       COMPACTION_STATUSES.filter((s) => s !== 'pending' && s !== 'running') as CompactionResult['status'][],
     ),
@@ -88,7 +93,7 @@ const statusProperties = {
   ineffectiveStrikes: count,
   fallbackStreak: count,
   blockedBy: nullable(stringEnum(['cooldown', 'structural_backoff', 'ineffective'])),
-  autoPaused: nullable(stringEnum(['frequency', 'tenant_frequency', 'fixed_point'])),
+  autoPaused: nullable(stringEnum(AUTO_PAUSES)),
   autoCompactionsLastHour: count,
   trippedUntil: nullableString,
   summaryCooldownUntil: nullableString,

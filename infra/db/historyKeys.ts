@@ -1,7 +1,8 @@
 // The idempotency keys a drop-in dialect gave a conversation's messages (issue #12; workers/gateway/dropin/history.ts
 // builds them from position and content): which of a history's keys are stored, how many the dialect stored, and
 // the conversation's current session — one read-only statement. Keys stay on compacted rows, so a client's full
-// history still matches after a compaction.
+// history still matches after a compaction; only the rows above the conversation's client floor count (those since
+// the client's own latest compaction, infra/db/clientCompaction.ts).
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './schema.js';
 import { READ_ONLY, withTenant } from './tenant.js';
@@ -13,6 +14,8 @@ export interface StoredHistoryKeys {
   present: Set<string>;
   /** How many messages of the conversation carry a key of the dialect. */
   stored: number;
+  /** The conversation's client floor (0: the client never compacted it itself). */
+  floor: number;
 }
 
 export function storedHistoryKeys(
@@ -26,21 +29,26 @@ export function storedHistoryKeys(
     db,
     tenantId,
     async (tx) => {
-      const { rows } = await sql<{ kind: 'session' | 'count' | 'key'; value: string }>`
-        SELECT 'session' AS kind, c.current_session_id AS value FROM conversations c
-         WHERE c.tenant_id = ${tenantId} AND c.id = ${conversationId}
+      const { rows } = await sql<{ kind: 'session' | 'floor' | 'count' | 'key'; value: string }>`
+        WITH c AS (
+          SELECT current_session_id, client_floor FROM conversations
+           WHERE tenant_id = ${tenantId} AND id = ${conversationId})
+        SELECT 'session' AS kind, c.current_session_id AS value FROM c
         UNION ALL
-        SELECT 'count', count(*)::text FROM messages m
-         WHERE m.tenant_id = ${tenantId} AND m.conversation_id = ${conversationId}
+        SELECT 'floor', c.client_floor::text FROM c
+        UNION ALL
+        SELECT 'count', count(*)::text FROM messages m, c
+         WHERE m.tenant_id = ${tenantId} AND m.conversation_id = ${conversationId} AND m.id > c.client_floor
            AND starts_with(m.idempotency_key, ${`${dialect}:`})
         UNION ALL
-        SELECT 'key', m.idempotency_key FROM messages m
-         WHERE m.tenant_id = ${tenantId} AND m.conversation_id = ${conversationId}
+        SELECT 'key', m.idempotency_key FROM messages m, c
+         WHERE m.tenant_id = ${tenantId} AND m.conversation_id = ${conversationId} AND m.id > c.client_floor
            AND m.idempotency_key = ANY(${keys as string[]}::text[])`.execute(tx);
       return {
         sessionId: rows.find((r) => r.kind === 'session')?.value ?? null,
         present: new Set(rows.filter((r) => r.kind === 'key').map((r) => r.value)),
         stored: Number(rows.find((r) => r.kind === 'count')?.value ?? 0),
+        floor: Number(rows.find((r) => r.kind === 'floor')?.value ?? 0),
       };
     },
     READ_ONLY,

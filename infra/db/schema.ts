@@ -130,6 +130,8 @@ export interface ConversationsTable {
   quiet_fold: NullableJson<QuietFold>;
   /** What was notified since the rules (0011); null: unknown until the workflow publishes again. */
   notified_since: NullableJson<NotifiedSince>;
+  /** Drop-in histories match the rows above this message id: those since the latest client compaction (0013). */
+  client_floor: ColumnType<string, string | number | undefined, string | number>;
 }
 
 export interface CompactionsTable {

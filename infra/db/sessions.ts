@@ -170,6 +170,34 @@ export async function nextRotationTitle(
   return `${base} #${highest + 1n}`;
 }
 
+/**
+ * SPEC §13.3 rotation: the child of `old` (same conversation, platform, model and provider, numbered title,
+ * compression_count + 1) with id `id`, and `old` ended with reason 'compression' unless it ended before (the first
+ * end reason wins). Throws when the id is taken. Runs in the caller's transaction.
+ */
+export async function rotateSession(tx: Kysely<Database>, tenantId: string, old: SessionRow, id: string) {
+  const created = await insertSessionIfAbsent(tx, tenantId, {
+    id,
+    conversationId: old.conversation_id,
+    source: old.source,
+    model: old.model,
+    provider: old.provider,
+    title: await nextRotationTitle(tx, tenantId, old.title),
+    parentSessionId: old.id,
+    compressionCount: old.compression_count + 1,
+    responsesNativeDisabled: old.responses_native_disabled,
+  });
+  if (!created) throw new Error(`rotation: session id ${id} is already taken`);
+  await tx
+    .updateTable('sessions')
+    .set({ ended_at: sql`now()`, end_reason: 'compression' })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', old.id)
+    .where('ended_at', 'is', null)
+    .execute();
+  return created;
+}
+
 /** Takes the per-session write lock (SPEC §13.6: appends and commits of one session run one at a time). */
 export async function lockSession(tx: Kysely<Database>, tenantId: string, sessionId: string): Promise<SessionRow> {
   const session = await tx

@@ -56,6 +56,7 @@ describe('migrations', () => {
       '0010_search_plan_reuse',
       '0011_notified_since',
       '0012_inline_indexed_text',
+      '0013_client_compaction',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -96,6 +97,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0013_client_compaction', 'Success'],
       ['0012_inline_indexed_text', 'Success'],
       ['0011_notified_since', 'Success'],
       ['0010_search_plan_reuse', 'Success'],
@@ -108,6 +110,7 @@ describe('0010 down and up again', () => {
       '0010_search_plan_reuse',
       '0011_notified_since',
       '0012_inline_indexed_text',
+      '0013_client_compaction',
     ]);
     expect(await answers()).toEqual(before);
   });

@@ -11,6 +11,7 @@ import { type ConversationClient, TemporalUnavailableError } from '../../clients
 import type { ReplayResult } from '../../contracts/compactionActivities.js';
 import type {
   ChatTurnRequest,
+  ClientCompaction,
   CompactionResult,
   CompactRequest,
   ConversationInput,
@@ -130,6 +131,11 @@ export class Conversations {
   /** Tells the workflow of a committed batch (the conversation's row as its append locked it). */
   notify(tenantId: string, row: ConversationRow, batch: StoredBatch): Promise<void> {
     return this.temporal.notify(inputOf(tenantId, row, this.knobsOf(tenantId, row.id)), batch);
+  }
+
+  /** Tells the workflow of a client compaction committed to the conversation (the row as the commit wrote it). */
+  clientCompacted(tenantId: string, row: ConversationRow, compaction: ClientCompaction): Promise<void> {
+    return this.temporal.clientCompacted(inputOf(tenantId, row, this.knobsOf(tenantId, row.id)), compaction);
   }
 
   async require(tenantId: string, conversationId: string): Promise<ConversationRow> {

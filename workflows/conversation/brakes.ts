@@ -24,6 +24,10 @@ export function tenantBreakerNotice(n: number, limit: number): string {
 export const NOTICE_FIXED_POINT =
   'Automatic compression paused: the summary stopped changing. It resumes with your next message.';
 
+/** Issue #12: a drop-in client compacts the conversation itself; the server stops compacting on top of it. */
+export const NOTICE_CLIENT_COMPACTS =
+  'Automatic compression paused: the client compacts this conversation itself. The safety net still applies.';
+
 /** Drops the times older than an hour; returns the count left. */
 export function pruneAutoTimes(times: number[], now: number): number {
   const keep = times.filter((t) => now - t < HOUR_MS);

@@ -17,6 +17,7 @@ import type { ConversationActivities } from '../../activities/conversation.js';
 import type { CompactionTimeouts } from '../../contracts/compaction.js';
 import type {
   ChatTurnRequest,
+  ClientCompaction,
   CompactionResult,
   CompactRequest,
   ConversationStatus,
@@ -24,13 +25,14 @@ import type {
   TurnOutcome,
 } from '../../contracts/conversation.js';
 import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
-import { validateNotificationFold, validateStoredBatch } from '../../contracts/validation.js';
+import { validateClientCompaction, validateNotificationFold, validateStoredBatch } from '../../contracts/validation.js';
 import { DEFAULT_HOST_POLICY, normalizeHostPolicy } from '../../engine/index.js';
 import { storeActivityOptions } from '../activityOptions.js';
 import { DEFAULT_COMPACTION_TIMEOUTS } from '../compaction.js';
 import {
   batchStoredSignal,
   chatTurnUpdate,
+  clientCompactedSignal,
   compactUpdate,
   statusQuery,
   summaryReplacedSignal,
@@ -46,6 +48,7 @@ export type { CarriedState, ConversationInput } from './state.js';
 
 type QueueItem =
   | { kind: 'batch'; batch: StoredBatch }
+  | { kind: 'clientCompaction'; compaction: ClientCompaction }
   | { kind: 'chat'; request: ChatTurnRequest; done: Trigger<TurnOutcome> }
   | { kind: 'compact'; request: CompactRequest; done: Trigger<CompactionResult> }
   | { kind: 'switchModel'; request: SwitchModelRequest; done: Trigger<ConversationStatus> };
@@ -76,6 +79,11 @@ export async function conversationWorkflow(input: ConversationInput): Promise<vo
     const problem = validateStoredBatch(batch);
     if (problem) notice(`Ignored a malformed batch notification: ${problem}`);
     else queue.push({ kind: 'batch', batch });
+  });
+  setHandler(clientCompactedSignal, (compaction) => {
+    const problem = validateClientCompaction(compaction);
+    if (problem) notice(`Ignored a malformed client compaction notification: ${problem}`);
+    else queue.push({ kind: 'clientCompaction', compaction });
   });
   // Sent by replays recorded before the claim check; the next compaction reads the replayed summary from the log.
   setHandler(summaryReplacedSignal, () => undefined);
@@ -185,6 +193,10 @@ async function run(entity: ConversationEntity, item: QueueItem): Promise<void> {
   switch (item.kind) {
     case 'batch':
       await entity.apply(item.batch);
+      await entity.publish();
+      return;
+    case 'clientCompaction':
+      await entity.adoptClientCompaction(item.compaction);
       await entity.publish();
       return;
     case 'chat': {

@@ -1,10 +1,10 @@
 // SPEC §13.3: the rotation commit — ONE transaction, retried as a whole (§13.6), idempotent by compaction id.
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { checkSummaryIndex, planRotation } from '../../../engine/commit/plan.js';
 import { isCommitted } from '../compactions.js';
 import { insertMessageRows } from '../messages.js';
 import type { Database } from '../schema.js';
-import { insertSessionIfAbsent, nextRotationTitle } from '../sessions.js';
+import { rotateSession } from '../sessions.js';
 import { type WriteRetryOptions, withTenantWrite } from '../writeRetry.js';
 import {
   commitTotals,
@@ -45,31 +45,13 @@ export async function commitRotation(
         input.inputMessages,
       );
       const plan = planRotation(rows, input);
-      const created = await insertSessionIfAbsent(tx, tenantId, {
-        id: input.newSessionId,
-        conversationId: old.conversation_id,
-        source: old.source,
-        model: old.model,
-        provider: old.provider,
-        title: await nextRotationTitle(tx, tenantId, old.title),
-        parentSessionId: old.id,
-        compressionCount: old.compression_count + 1,
-        responsesNativeDisabled: old.responses_native_disabled,
-      });
-      if (!created) throw new Error(`commitRotation: session id ${input.newSessionId} is already taken`);
+      const created = await rotateSession(tx, tenantId, old, input.newSessionId);
       const inserted = await insertMessageRows(
         tx,
         tenantId,
         { sessionId: created.id, conversationId: old.conversation_id },
         plan.inserts.map((row) => ({ ...row, compactionId: input.compactionId })),
       );
-      await tx
-        .updateTable('sessions')
-        .set({ ended_at: sql`now()`, end_reason: 'compression' })
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', old.id)
-        .where('ended_at', 'is', null)
-        .execute();
       await keepRowsSince(tx, tenantId, since, input.output, created.id);
       return finishCompaction(tx, tenantId, {
         input,

@@ -205,6 +205,34 @@ export interface Written {
   totals: LogTotals | null;
 }
 
+/** SPEC §13.5: the `session:compress` event of a compaction (one per compaction: events_once_per_compaction). */
+export async function insertCompressEvent(
+  tx: Kysely<Database>,
+  tenantId: string,
+  compactionId: string,
+  payload: {
+    platform: string;
+    session_id: string;
+    old_session_id: string;
+    in_place: boolean;
+    compression_count: number;
+  },
+): Promise<void> {
+  await tx
+    .insertInto('events')
+    .values({
+      tenant_id: tenantId,
+      session_id: payload.session_id,
+      type: SESSION_COMPRESS_EVENT,
+      payload: JSON.stringify(payload),
+      compaction_id: compactionId,
+    })
+    .onConflict((oc) =>
+      oc.columns(['tenant_id', 'type', 'compaction_id']).where('compaction_id', 'is not', null).doNothing(),
+    )
+    .execute();
+}
+
 /** SPEC §13.2 step 6 / §13.3 step 5: the compaction record and the event, in the commit's transaction. */
 export async function finishCompaction(tx: Kysely<Database>, tenantId: string, w: Written): Promise<CommitOutcome> {
   const { input } = w;
@@ -244,19 +272,7 @@ export async function finishCompaction(tx: Kysely<Database>, tenantId: string, w
     in_place: inPlace,
     compression_count: w.compressionCount,
   };
-  await tx
-    .insertInto('events')
-    .values({
-      tenant_id: tenantId,
-      session_id: w.sessionId,
-      type: SESSION_COMPRESS_EVENT,
-      payload: JSON.stringify(payload),
-      compaction_id: input.compactionId,
-    })
-    .onConflict((oc) =>
-      oc.columns(['tenant_id', 'type', 'compaction_id']).where('compaction_id', 'is not', null).doNothing(),
-    )
-    .execute();
+  await insertCompressEvent(tx, tenantId, input.compactionId, payload);
   return {
     compactionId: input.compactionId,
     status,

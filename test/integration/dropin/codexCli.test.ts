@@ -3,7 +3,9 @@
 // drop-in Responses endpoint with the fake OpenAI server behind it (issue #12). A multi-turn `codex exec` session
 // with `resume`: the fake reports a reading over the in-loop threshold, the gateway compacts in the background, and
 // the next turn goes to the provider compacted — while Codex, whose own auto-compaction is set out of reach, never
-// errs; every turn is stored once and searchable.
+// errs; every turn is stored once and searchable. And with Codex's own compaction in reach: its summary request
+// passes through, is recorded, and its shorter history continues the conversation in a new session, the server
+// compacting nothing on top of it.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,28 +57,34 @@ function runCodex(
   });
 }
 
+/** CODEX_HOME with the gateway as custom model provider; `autoCompactLimit`: Codex's own compaction threshold. */
+function codexHome(autoCompactLimit: number): string {
+  const home = join(work, `home-${randomUUID().slice(0, 8)}`);
+  mkdirSync(home, { recursive: true });
+  mkdirSync(join(work, 'project'), { recursive: true });
+  writeFileSync(
+    join(home, 'config.toml'),
+    [
+      'model = "gpt-test"',
+      'model_provider = "dctx"',
+      `model_auto_compact_token_limit = ${autoCompactLimit}`,
+      '',
+      '[model_providers.dctx]',
+      'name = "durable-context"',
+      `base_url = "${dropin.gw.url}/v1"`,
+      'env_key = "DCTX_KEY"',
+      'wire_api = "responses"',
+      '',
+    ].join('\n'),
+  );
+  return home;
+}
+
 describe('the Codex CLI through the drop-in Responses endpoint', () => {
   it('runs a resumed multi-turn session; the gateway compacts in the background; every turn is stored', async () => {
     const { id: tenantId, key } = await dropin.gw.tenant({ protect_first_n: 1, protect_last_n: 2 });
-    const home = join(work, `home-${randomUUID().slice(0, 8)}`);
-    mkdirSync(home, { recursive: true });
-    mkdirSync(join(work, 'project'), { recursive: true });
-    writeFileSync(
-      join(home, 'config.toml'),
-      [
-        'model = "gpt-test"',
-        'model_provider = "dctx"',
-        // Codex's own compaction out of reach: this test is about the gateway's.
-        'model_auto_compact_token_limit = 100000000',
-        '',
-        '[model_providers.dctx]',
-        'name = "durable-context"',
-        `base_url = "${dropin.gw.url}/v1"`,
-        'env_key = "DCTX_KEY"',
-        'wire_api = "responses"',
-        '',
-      ].join('\n'),
-    );
+    // Codex's own compaction out of reach: this test is about the gateway's.
+    const home = codexHome(100_000_000);
     const turns = ['Turn one: list the garden beds.', 'Turn two: which bed gets shade?', 'Turn three: and water?'];
     // The second answer reports a reading over the in-loop threshold (75 % of the 256K window).
     dropin.openai.enqueue(
@@ -129,5 +137,105 @@ describe('the Codex CLI through the drop-in Responses endpoint', () => {
     }
     const found = await dropin.gw.call('GET', `/v1/search?q=${encodeURIComponent('garden beds')}`, key);
     expect(found.json.results.length).toBeGreaterThan(0);
+  });
+
+  it('passes Codex’s own compaction through, records it and continues in a new session, never compacting on top', async () => {
+    const { id: tenantId, key } = await dropin.gw.tenant({ protect_first_n: 1, protect_last_n: 2 });
+    const home = codexHome(5_000);
+    const turns = [
+      'Turn one: plan the orchard rows.',
+      'Turn two: which row is sunniest?',
+      'Turn three: when to prune?',
+    ];
+    const summary = 'HANDOFF: the orchard has rows A and B; row B faces south.';
+    // Codex compacts before its second turn (9,000 tokens over its limit of 5,000). The summary request's reading is
+    // over the gateway's own in-loop threshold (75 % of 256K): counted, it would make the gateway compact too.
+    dropin.openai.enqueue(
+      reply('Rows: A, B.', { usage: { input_tokens: 9_000, output_tokens: 20 } }),
+      reply(summary, { usage: { input_tokens: 200_000, output_tokens: 30 } }),
+      reply('Row B is sunniest.', { usage: { input_tokens: 2_000, output_tokens: 20 } }),
+      reply('Prune in late winter.', { usage: { input_tokens: 2_500, output_tokens: 20 } }),
+    );
+    const before = dropin.openai.responsesRequests().length;
+    const first = await runCodex(home, key, ['--skip-git-repo-check', turns[0] as string]);
+    expect(first.code, first.err).toBe(0);
+    const second = await runCodex(home, key, ['resume', '--last', '--skip-git-repo-check', turns[1] as string]);
+    expect(second.code, second.err).toBe(0);
+    expect(second.out).toContain('Row B is sunniest.');
+    const third = await runCodex(home, key, ['resume', '--last', '--skip-git-repo-check', turns[2] as string]);
+    expect(third.code, third.err).toBe(0);
+    expect(third.out).toContain('Prune in late winter.');
+
+    const requests = dropin.openai.responsesRequests().slice(before);
+    expect(requests).toHaveLength(4);
+    // The compaction request went to the provider as Codex sent it: no tools, its own prompt last, the first turn in.
+    const compaction = requests[1]?.body as { input: unknown[]; tools?: unknown[] };
+    expect(compaction.tools ?? []).toHaveLength(0);
+    expect(JSON.stringify(compaction.input.at(-1))).toContain('CONTEXT CHECKPOINT COMPACTION');
+    expect(JSON.stringify(compaction.input)).toContain('Rows: A, B.');
+    // After it, Codex's own shorter history (its summary in it) went out unchanged: not our compacted transcript.
+    const after = JSON.stringify(requests[2]?.body.input);
+    expect(after).toContain(summary);
+    expect(after).not.toContain('Rows: A, B.');
+    expect(after).not.toContain('[CONTEXT COMPACTION');
+
+    // One conversation (no branch), rotated: the old session ended, the new one its child.
+    const conversations = await dropin.gw.testDb.db
+      .selectFrom('conversations')
+      .select(['id', 'current_session_id'])
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(conversations).toHaveLength(1);
+    const conversation = conversations[0] as { id: string; current_session_id: string };
+    const sessions = await dropin.gw.testDb.db
+      .selectFrom('sessions')
+      .select(['id', 'parent_session_id', 'compression_count', 'end_reason'])
+      .where('tenant_id', '=', tenantId)
+      .orderBy('started_at')
+      .execute();
+    expect(sessions).toHaveLength(2);
+    expect(sessions[1]).toMatchObject({
+      id: conversation.current_session_id,
+      parent_session_id: sessions[0]?.id,
+      compression_count: 1,
+    });
+    expect(sessions[0]?.end_reason).toBe('compression');
+    // The client's compaction is recorded; the server ran none of its own, and stays out of the client's way.
+    const compactions = await dropin.gw.testDb.db
+      .selectFrom('compactions')
+      .select(['trigger', 'status', 'session_id', 'new_session_id', 'summary'])
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(compactions).toEqual([
+      {
+        trigger: 'client',
+        status: 'committed',
+        session_id: sessions[0]?.id,
+        new_session_id: sessions[1]?.id,
+        summary,
+      },
+    ]);
+    let status = await dropin.gw.call('GET', `/v1/conversations/${conversation.id}/status`, key);
+    for (let i = 0; i < 100 && status.json.sessionId !== conversation.current_session_id; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = await dropin.gw.call('GET', `/v1/conversations/${conversation.id}/status`, key);
+    }
+    expect(status.json).toMatchObject({ sessionId: conversation.current_session_id, autoPaused: 'client' });
+    expect(status.json.compressionCount).toBe(0);
+
+    // Every turn is stored once in the session that holds it; what Codex sent after its compaction is the new
+    // session's transcript, in order.
+    const stored = await storedMessages(dropin.gw, key, conversation.id);
+    for (const text of [turns[1], turns[2], summary, 'Row B is sunniest.', 'Prune in late winter.']) {
+      expect(
+        stored.filter((m) => JSON.stringify(m.content).includes(text as string)),
+        text,
+      ).toHaveLength(1);
+    }
+    expect(stored.some((m) => JSON.stringify(m.content).includes('Rows: A, B.'))).toBe(false);
+    const found = await dropin.gw.call('GET', `/v1/search?q=${encodeURIComponent('orchard rows')}`, key);
+    expect(found.json.results.length).toBeGreaterThan(0);
+    const old = await dropin.gw.call('GET', `/v1/search?q=${encodeURIComponent('Rows: A, B.')}`, key);
+    expect(old.json.results.length).toBeGreaterThan(0);
   });
 });

@@ -22,6 +22,7 @@ import {
 } from '../../../infra/llm/anthropicPassthrough.js';
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
 import { anthropicUsage, relayAnthropicStream } from './anthropicStream.js';
+import { offersTools } from './clientCompaction.js';
 import { DropinFlow, DropinRequestError } from './conversationFlow.js';
 import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
 
@@ -69,11 +70,17 @@ export class AnthropicMessages {
     const history = this.historyOf(body);
     const provider = this.upstreams.providerFor(body.model);
     const header = headers['x-conversation-id'];
-    const turn = await this.flow.begin(tenantId, history, typeof header === 'string' ? header : undefined, {
-      model: body.model,
-      provider: provider.id,
-      source: SOURCE,
-    });
+    const turn = await this.flow.begin(
+      tenantId,
+      history,
+      typeof header === 'string' ? header : undefined,
+      {
+        model: body.model,
+        provider: provider.id,
+        source: SOURCE,
+      },
+      offersTools(body.tools),
+    );
     const thinkingDropped = turn.compacted ? thinkingBlocks(body.messages) : 0;
     const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
     const client = this.upstreams.clientFor(provider);

@@ -4,16 +4,27 @@
 // else by the workflow, waited for: the hygiene pre-step of SPEC §11 included). The dialect then sends the provider
 // the client's own request while the conversation was never compacted, or the compacted transcript this returns,
 // and hands back the reply with its usage, stored after the history (or, for a history that is a strict prefix of
-// the stored one, as the branch a later request will find).
+// the stored one, as the branch a later request will find). A client's own compaction (clientCompaction.ts) goes
+// to the provider as the client sent it, decides nothing and is recorded; the shorter history the client sends
+// after it becomes a new session of the same conversation (infra/db/clientCompaction.ts), and the workflow is told.
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from '../../../contracts/conversation.js';
 import { CONVERSATION_ID_PATTERN } from '../../../contracts/http/conversations.js';
 import { MAX_BATCH_MESSAGES } from '../../../contracts/validation.js';
+import { estimateMessagesTokensRough } from '../../../engine/tokens.js';
 import type { ChatMessage, Usage } from '../../../engine/types.js';
+import {
+  commitClientRotation,
+  pendingClientCompaction,
+  recordClientCompaction,
+} from '../../../infra/db/clientCompaction.js';
 import { storedHistoryKeys } from '../../../infra/db/historyKeys.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { MAX_LINEAGE_HOPS } from '../../../infra/db/sessions.js';
+import { newSessionId } from '../../../workflows/ids.js';
 import type { Conversations } from '../conversations.js';
 import { InvalidRequestError } from '../errors.js';
+import { isClientCompactionRequest, summaryPosition, textOf } from './clientCompaction.js';
 import { branchConversationId, derivedConversationId, historyKey, historyKeys, matchHistory } from './history.js';
 
 /** A request refused before anything is stored, naming the request field (the dialect's `param`). */
@@ -41,6 +52,8 @@ export interface DropinTurn {
   compacted: ChatMessage[] | null;
   /** Stores the reply with the provider's usage; resolves to the conversation that holds it. */
   store(reply: ChatMessage, usage: Usage | undefined): Promise<string>;
+  /** The request is the client's own compaction: passed through, its reply recorded as the client's summary. */
+  clientCompaction: boolean;
 }
 
 /** Where a request's reply goes. */
@@ -54,7 +67,16 @@ interface Target {
   parentSessionId: string | null;
   /** Index of the first message of the history to store. */
   from: number;
+  /** The idempotency keys of the history in the conversation, and their prefix (keyPrefix). */
+  keys: string[];
+  prefix: string;
 }
+
+/** The key prefix of a conversation's drop-in messages: the dialect's, and after a client compaction its floor. */
+const keyPrefix = (dialect: string, floor: number) => (floor > 0 ? `${dialect}~${floor}` : dialect);
+
+/** Where a diverging history goes when it continues after the client's own compaction. */
+type Divergence = { kind: 'branch' } | { kind: 'rotate'; compactionId: string };
 
 /** The batches of `items` the store takes (at most MAX_BATCH_MESSAGES each). */
 export function batchesOf<T>(items: readonly T[]): T[][] {
@@ -70,30 +92,29 @@ export class DropinFlow {
     private readonly dialect: string,
   ) {}
 
+  /** `toolsOffered`: the request offers the model tools (a client's own compaction request offers none). */
   async begin(
     tenantId: string,
     history: readonly ChatMessage[],
     header: string | undefined,
     start: DropinStart,
+    toolsOffered: boolean,
   ): Promise<DropinTurn> {
-    const keys = historyKeys(this.dialect, history);
-    const target = await this.target(tenantId, history, keys, header);
+    const target = await this.target(tenantId, history, header);
+    const { keys } = target;
+    const clientCompaction = !target.branchFrom && isClientCompactionRequest(history, toolsOffered);
+    if (clientCompaction) {
+      // Passed through as the client sent it; stored with its reply after the call, without the reading (the
+      // summary request measures the transcript the client is about to leave): it decides nothing.
+      const store = (reply: ChatMessage) => this.storeClientCompaction(tenantId, target, history, keys, reply, start);
+      return { conversationId: target.conversationId, compacted: null, store, clientCompaction };
+    }
     const store = (reply: ChatMessage, usage: Usage | undefined) =>
-      this.storeReply(tenantId, target, history, keys, reply, usage, start);
-    if (target.branchFrom) return { conversationId: null, compacted: null, store };
+      this.storeReply(tenantId, target, history, reply, usage, start);
+    if (target.branchFrom) return { conversationId: null, compacted: null, store, clientCompaction };
     const { conversations } = this;
-    const items: IncomingMessage[] = history
-      .slice(target.from)
-      .map((message, i) => ({ message, idempotencyKey: keys[target.from + i] as string }));
     let decided: { compactions: number; sessionId: string } | null = null;
-    for (const [i, batch] of batchesOf(items).entries()) {
-      const creates = !target.exists && i === 0;
-      const submitted = await conversations.submitDecided(
-        tenantId,
-        target.conversationId,
-        { messages: batch },
-        creates ? { ...start, parentSessionId: target.parentSessionId } : undefined,
-      );
+    for (const submitted of await this.storeHistory(tenantId, target, history, keys, start)) {
       const { head } = submitted;
       decided = submitted.decided
         ? { compactions: head.state?.compressionCount ?? 0, sessionId: head.current_session_id }
@@ -103,11 +124,108 @@ export class DropinFlow {
       const status = await conversations.syncForRead(tenantId, target.conversationId);
       decided = { compactions: status.compressionCount, sessionId: status.sessionId };
     }
-    const compacted =
-      decided.compactions > 0
-        ? (await loadTranscript(conversations.readDb, tenantId, decided.sessionId)).map((r) => r.message)
-        : null;
-    return { conversationId: target.conversationId, compacted, store };
+    const compacted = decided.compactions > 0 ? await this.compactedTranscript(tenantId, decided.sessionId) : null;
+    return { conversationId: target.conversationId, compacted, store, clientCompaction };
+  }
+
+  /**
+   * The session's transcript when a compaction of the server's shaped it (a row a compaction wrote); null when the
+   * session holds the client's messages as sent (a session the client's own compaction started).
+   */
+  private async compactedTranscript(tenantId: string, sessionId: string): Promise<ChatMessage[] | null> {
+    const rows = await loadTranscript(this.conversations.readDb, tenantId, sessionId);
+    return rows.some((row) => row.compactionId !== null) ? rows.map((row) => row.message) : null;
+  }
+
+  /** Stores the history from `target.from` in batches (the first creates a new conversation); their outcomes. */
+  private async storeHistory(
+    tenantId: string,
+    target: Target,
+    messages: readonly ChatMessage[],
+    keys: readonly string[],
+    start: DropinStart,
+    extra: IncomingMessage[] = [],
+  ) {
+    const items: IncomingMessage[] = [
+      ...messages
+        .slice(target.from)
+        .map((message, i) => ({ message, idempotencyKey: keys[target.from + i] as string })),
+      ...extra,
+    ];
+    const outcomes = [];
+    for (const [i, batch] of batchesOf(items).entries()) {
+      const creates = !target.exists && i === 0;
+      outcomes.push(
+        await this.conversations.submitDecided(
+          tenantId,
+          target.conversationId,
+          { messages: batch },
+          creates ? { ...start, parentSessionId: target.parentSessionId } : undefined,
+        ),
+      );
+    }
+    return outcomes;
+  }
+
+  /** The client's compaction request and its summary, stored (no reading) and recorded as pending. */
+  private async storeClientCompaction(
+    tenantId: string,
+    target: Target,
+    history: readonly ChatMessage[],
+    keys: readonly string[],
+    reply: ChatMessage,
+    start: DropinStart,
+  ): Promise<string> {
+    const replyItem = { message: reply, idempotencyKey: historyKey(target.prefix, history.length, reply) };
+    await this.storeHistory(tenantId, target, history, keys, start, [replyItem]);
+    await recordClientCompaction(this.conversations.db, tenantId, {
+      conversationId: target.conversationId,
+      summary: textOf(reply),
+    });
+    return target.conversationId;
+  }
+
+  /**
+   * Commits the pending client compaction `compactionId` of the conversation as its new session (the history is
+   * its transcript from now on) and tells the workflow. False when another request committed it first.
+   */
+  private async rotate(
+    tenantId: string,
+    conversationId: string,
+    compactionId: string,
+    history: readonly ChatMessage[],
+  ): Promise<boolean> {
+    const rotation = await commitClientRotation(this.conversations.db, tenantId, {
+      conversationId,
+      compactionId,
+      newSessionId: newSessionId(Date.now(), randomBytes(16).toString('hex')),
+      tokensAfter: estimateMessagesTokensRough(history),
+    });
+    if (!rotation) return false;
+    const { head } = rotation;
+    await this.conversations.clientCompacted(tenantId, head, {
+      compactionId,
+      sessionId: rotation.sessionId,
+      version: head.version,
+      activeMessages: head.active_messages,
+      activeTokens: head.active_tokens,
+    });
+    return true;
+  }
+
+  /** How a history that diverges at `at` goes on: after the client's own compaction (its summary in the history), a
+   * new session of the same conversation; otherwise a branch. */
+  private async divergence(
+    tenantId: string,
+    conversationId: string,
+    history: readonly ChatMessage[],
+    at: number,
+  ): Promise<Divergence> {
+    const pending = await pendingClientCompaction(this.conversations.readDb, tenantId, conversationId);
+    if (pending && summaryPosition(history, at, pending.summary) >= 0) {
+      return { kind: 'rotate', compactionId: pending.id };
+    }
+    return { kind: 'branch' };
   }
 
   /**
@@ -115,12 +233,7 @@ export class DropinFlow {
    * where it diverges, the branch for the history up to the first differing message (followed as often as the
    * history diverged before, at most MAX_LINEAGE_HOPS times).
    */
-  private async target(
-    tenantId: string,
-    history: readonly ChatMessage[],
-    keys: readonly string[],
-    header: string | undefined,
-  ): Promise<Target> {
+  private async target(tenantId: string, history: readonly ChatMessage[], header: string | undefined): Promise<Target> {
     if (header !== undefined && !new RegExp(CONVERSATION_ID_PATTERN).test(header)) {
       throw new DropinRequestError(
         `x-conversation-id must match ${CONVERSATION_ID_PATTERN} (letters, digits, _ . -; at most 128)`,
@@ -130,18 +243,43 @@ export class DropinFlow {
     const db = this.conversations.readDb;
     let conversationId = header ?? derivedConversationId(this.dialect, tenantId, history);
     let parentSessionId: string | null = null;
-    for (let hop = 0; hop <= MAX_LINEAGE_HOPS; hop++) {
-      const { sessionId, present, stored } = await storedHistoryKeys(db, tenantId, conversationId, this.dialect, keys);
-      if (sessionId === null) return { conversationId, exists: false, branchFrom: null, parentSessionId, from: 0 };
+    let rotated = false;
+    let prefix = this.dialect;
+    let keys = historyKeys(prefix, history);
+    for (let hop = 0, rekeyed = 0; hop <= MAX_LINEAGE_HOPS; hop++) {
+      const found = await storedHistoryKeys(db, tenantId, conversationId, prefix, keys);
+      const { sessionId, present, stored } = found;
+      const wanted = keyPrefix(this.dialect, found.floor);
+      if (wanted !== prefix && rekeyed++ < 2) {
+        // After the client's own compaction the history is keyed anew: its messages start the new session.
+        prefix = wanted;
+        keys = historyKeys(prefix, history);
+        hop -= 1;
+        continue;
+      }
+      const keyed = { keys, prefix };
+      if (sessionId === null) {
+        return { conversationId, exists: false, branchFrom: null, parentSessionId, from: 0, ...keyed };
+      }
       const match = matchHistory(keys, present, stored);
       if (match.kind === 'extends') {
-        return { conversationId, exists: true, branchFrom: null, parentSessionId: null, from: match.from };
+        return { conversationId, exists: true, branchFrom: null, parentSessionId: null, from: match.from, ...keyed };
       }
       if (match.kind === 'prefix') {
-        return { conversationId, exists: true, branchFrom: { sessionId }, parentSessionId: null, from: 0 };
+        return { conversationId, exists: true, branchFrom: { sessionId }, parentSessionId: null, from: 0, ...keyed };
+      }
+      const divergence = rotated ? null : await this.divergence(tenantId, conversationId, history, match.at);
+      if (divergence?.kind === 'rotate') {
+        // Committed here (or by a concurrent request of the same history): matched again, in the new session.
+        await this.rotate(tenantId, conversationId, divergence.compactionId, history);
+        rotated = true;
+        hop -= 1;
+        continue;
       }
       parentSessionId = sessionId;
       conversationId = branchConversationId(conversationId, history, match.at + 1);
+      prefix = this.dialect;
+      keys = historyKeys(prefix, history);
     }
     throw new DropinRequestError(
       `the history diverges from the stored conversation more than ${MAX_LINEAGE_HOPS} times`,
@@ -153,12 +291,11 @@ export class DropinFlow {
     tenantId: string,
     target: Target,
     history: readonly ChatMessage[],
-    keys: readonly string[],
     reply: ChatMessage,
     usage: Usage | undefined,
     start: DropinStart,
   ): Promise<string> {
-    const replyItem = { message: reply, idempotencyKey: historyKey(this.dialect, history.length, reply) };
+    const replyItem = { message: reply, idempotencyKey: historyKey(target.prefix, history.length, reply) };
     const withUsage = usage ? { usage } : {};
     if (!target.branchFrom) {
       await this.conversations.submit(tenantId, target.conversationId, { messages: [replyItem], ...withUsage });
@@ -166,7 +303,9 @@ export class DropinFlow {
     }
     // The branch a later request finds: it diverges from the stored history at the reply.
     const branch = branchConversationId(target.conversationId, [...history, reply], history.length + 1);
-    const items = [...history.map((message, i) => ({ message, idempotencyKey: keys[i] as string })), replyItem];
+    // A new conversation: keyed as every conversation before the client's own compaction.
+    const branchKeys = historyKeys(this.dialect, [...history, reply]);
+    const items = [...history, reply].map((message, i) => ({ message, idempotencyKey: branchKeys[i] as string }));
     const batches = batchesOf(items);
     const branchStart = { ...start, parentSessionId: target.branchFrom.sessionId };
     for (const [i, batch] of batches.entries()) {

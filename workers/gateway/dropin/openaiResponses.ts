@@ -17,6 +17,7 @@ import {
   type ResponsesBody,
   streamResponse,
 } from '../../../infra/llm/responsesPassthrough.js';
+import { offersTools } from './clientCompaction.js';
 import { DropinFlow, DropinRequestError } from './conversationFlow.js';
 import type { StoreReply } from './streamedReply.js';
 import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
@@ -86,11 +87,17 @@ export class OpenAIResponses {
     if (history.length === 0) throw new DropinRequestError('input must hold at least one message', 'input');
     checkStorable(history, (problem) => problem.replace(/^messages\[\d+\]\.message\.?/, 'input: '));
     const provider = this.upstreams.providerFor(body.model);
-    const turn = await this.flow.begin(tenantId, history, conversationHeader, {
-      model: body.model,
-      provider: provider.id,
-      source: SOURCE,
-    });
+    const turn = await this.flow.begin(
+      tenantId,
+      history,
+      conversationHeader,
+      {
+        model: body.model,
+        provider: provider.id,
+        source: SOURCE,
+      },
+      offersTools(body.tools),
+    );
     const reasoningDropped = turn.compacted ? reasoningItems(body.input) : 0;
     const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
     const client = this.upstreams.clientFor(provider);

@@ -1,0 +1,53 @@
+// The recogniser of a drop-in client's own compaction (workers/gateway/dropin/clientCompaction.ts, issue #12).
+import { describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../../../engine/types.js';
+import {
+  isClientCompactionRequest,
+  offersTools,
+  summaryPosition,
+} from '../../../workers/gateway/dropin/clientCompaction.js';
+
+const CODEX_PROMPT =
+  'You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that will resume the task.';
+const history = (last: ChatMessage): ChatMessage[] => [
+  { role: 'system', content: 'You are a coding agent.' },
+  { role: 'user', content: 'Fix the build.' },
+  { role: 'assistant', content: 'Done: the build passes.' },
+  last,
+];
+
+describe('client compaction requests', () => {
+  it('recognises Codex’s checkpoint prompt and Claude Code’s summary prompt in a tool-less request', () => {
+    expect(isClientCompactionRequest(history({ role: 'user', content: CODEX_PROMPT }), false)).toBe(true);
+    const parts: ChatMessage = { role: 'user', content: [{ type: 'text', text: CODEX_PROMPT }] };
+    expect(isClientCompactionRequest(history(parts), false)).toBe(true);
+    const claude = 'Your task is to create a detailed summary of the conversation so far, paying close attention…';
+    expect(isClientCompactionRequest(history({ role: 'user', content: claude }), false)).toBe(true);
+  });
+
+  it('is not a compaction when tools are offered, the prompt is not last, or the user asks something else', () => {
+    expect(isClientCompactionRequest(history({ role: 'user', content: CODEX_PROMPT }), true)).toBe(false);
+    const later = [...history({ role: 'user', content: CODEX_PROMPT }), { role: 'assistant', content: 'ok' }];
+    expect(isClientCompactionRequest(later as ChatMessage[], false)).toBe(false);
+    expect(isClientCompactionRequest(history({ role: 'user', content: 'Summarise the build log.' }), false)).toBe(
+      false,
+    );
+    expect(isClientCompactionRequest([], false)).toBe(false);
+  });
+
+  it('finds the summary the client got in its shorter history, from the divergence on', () => {
+    const summary = 'HANDOFF: the build passes; next, the docs.';
+    const after: ChatMessage[] = [
+      { role: 'system', content: 'You are a coding agent.' },
+      { role: 'user', content: 'Fix the build.' },
+      { role: 'user', content: `Another language model produced a summary:\n${summary}\n` },
+      { role: 'user', content: 'Now the docs.' },
+    ];
+    expect(summaryPosition(after, 2, summary)).toBe(2);
+    expect(summaryPosition(after, 3, summary)).toBe(-1);
+    expect(summaryPosition(after, 0, '  ')).toBe(-1);
+    expect(offersTools([{ type: 'function' }])).toBe(true);
+    expect(offersTools([])).toBe(false);
+    expect(offersTools(undefined)).toBe(false);
+  });
+});
