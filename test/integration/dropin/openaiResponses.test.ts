@@ -146,4 +146,57 @@ describe('POST /v1/responses', () => {
     expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
     expect(limited.headers.get('retry-after')).toBe('5');
   });
+
+  it('a repeated client compaction request refreshes the summary the shorter history is recognised by', async () => {
+    const { id: tenantId, key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
+    const input: Input = [
+      { role: 'user', content: `Plan the trip. ${randomUUID()}` },
+      { role: 'assistant', content: 'Train to Lyon, then Turin.' },
+    ];
+    const compact: Input = [
+      ...input,
+      { role: 'user', content: 'You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary.' },
+    ];
+    dropin.openai.enqueue(reply('SUMMARY one: Lyon, Turin.'), reply('SUMMARY two: Lyon then Turin by train.'));
+    const first = await client.responses.create({ model: 'gpt-test', input: compact, store: false });
+    const again = await client.responses.create({ model: 'gpt-test', input: compact, store: false });
+    expect(again.output_text).toBe('SUMMARY two: Lyon then Turin by train.');
+    // Both went upstream as sent, the repeat too.
+    const sent = dropin.openai.responsesRequests().slice(-2);
+    for (const request of sent)
+      expect(request.raw).toBe(JSON.stringify({ model: 'gpt-test', input: compact, store: false }));
+
+    const shorter: Input = [
+      input[0] as OpenAI.Responses.ResponseInputItem,
+      { role: 'user', content: `Summary so far:\n${again.output_text}` },
+      { role: 'user', content: 'Book the Turin leg.' },
+    ];
+    dropin.openai.enqueue(reply('Booked.'));
+    const { response } = await client.responses
+      .create({ model: 'gpt-test', input: shorter, store: false })
+      .withResponse();
+    const conversationId = response.headers.get('x-conversation-id') as string;
+    expect(dropin.openai.responsesRequests().at(-1)?.raw).toBe(
+      JSON.stringify({ model: 'gpt-test', input: shorter, store: false }),
+    );
+    const db = dropin.gw.testDb.db;
+    const conversations = await db.selectFrom('conversations').select('id').where('tenant_id', '=', tenantId).execute();
+    expect(conversations.map((c) => c.id)).toEqual([conversationId]);
+    const compactions = await db
+      .selectFrom('compactions')
+      .select(['trigger', 'status', 'summary'])
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(compactions).toEqual([{ trigger: 'client', status: 'committed', summary: again.output_text }]);
+    // The old session keeps the first summary it stored; the new one holds the shorter history as sent.
+    const stored = await storedMessages(dropin.gw, key, conversationId);
+    expect(stored.map((m) => m.content)).toEqual([
+      (shorter[0] as { content: string }).content,
+      `Summary so far:\n${again.output_text}`,
+      'Book the Turin leg.',
+      'Booked.',
+    ]);
+    expect(first.output_text).toBe('SUMMARY one: Lyon, Turin.');
+  });
 });

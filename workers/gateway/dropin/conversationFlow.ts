@@ -102,7 +102,7 @@ export class DropinFlow {
   ): Promise<DropinTurn> {
     const target = await this.target(tenantId, history, header);
     const { keys } = target;
-    const clientCompaction = !target.branchFrom && isClientCompactionRequest(history, toolsOffered);
+    const clientCompaction = isClientCompactionRequest(history, toolsOffered);
     if (clientCompaction) {
       // Passed through as the client sent it; stored with its reply after the call, without the reading (the
       // summary request measures the transcript the client is about to leave): it decides nothing.
@@ -177,7 +177,9 @@ export class DropinFlow {
     start: DropinStart,
   ): Promise<string> {
     const replyItem = { message: reply, idempotencyKey: historyKey(target.prefix, history.length, reply) };
-    await this.storeHistory(tenantId, target, history, keys, start, [replyItem]);
+    // A repeated request (its history is stored, with the summary it got before): the client goes on with the new
+    // summary, which the record keeps; the transcript keeps the first.
+    if (!target.branchFrom) await this.storeHistory(tenantId, target, history, keys, start, [replyItem]);
     await recordClientCompaction(this.conversations.db, tenantId, {
       conversationId: target.conversationId,
       summary: textOf(reply),
