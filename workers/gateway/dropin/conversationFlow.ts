@@ -233,7 +233,8 @@ export class DropinFlow {
   /**
    * The conversation the history belongs to: the named or derived one while the history extends what it stores;
    * where it diverges, the branch for the history up to the first differing message (followed as often as the
-   * history diverged before, at most MAX_LINEAGE_HOPS times).
+   * history diverged before, at most MAX_LINEAGE_HOPS times) — unless it carries the summary of the client's own
+   * pending compaction: then that compaction is committed and the history starts the conversation's new session.
    */
   private async target(tenantId: string, history: readonly ChatMessage[], header: string | undefined): Promise<Target> {
     if (header !== undefined && !new RegExp(CONVERSATION_ID_PATTERN).test(header)) {
