@@ -9,7 +9,6 @@ import type { CompactionTimeouts, CompactionTrigger } from '../../contracts/comp
 import type {
   CacheRecovery,
   ChatTurnRequest,
-  ClientCompaction,
   CompactionResult,
   ConversationStatus,
   TurnOutcome,
@@ -32,7 +31,7 @@ import {
   storeActivityOptions,
 } from '../activityOptions.js';
 import { BackgroundCompactions } from './background.js';
-import { conversationBreaker, HOUR_MS, NOTICE_CLIENT_COMPACTS, pruneAutoTimes, tenantBreaker } from './brakes.js';
+import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './brakes.js';
 import { accountCacheUsage } from './cacheTelemetry.js';
 import { type CompactionOptions, runCompaction } from './compact.js';
 import { applyNotificationFold, quietRulesFor } from './quiet.js';
@@ -284,27 +283,6 @@ export class ConversationEntity {
     if (batch.seq !== null) state.processedBatches += 1;
     markApplied(state.batches, batch.seq, batch.latestSeq);
     return compaction;
-  }
-
-  /**
-   * A drop-in client compacted the conversation itself and the gateway committed it as a new session (issue #12).
-   * A background compaction of the old session is settled first (what it committed is superseded); then the new
-   * session is the conversation's, no reading of the old transcript is a verdict on it, and automatic compaction
-   * pauses for good — the client manages its context; the safety net (SPEC §11) still applies.
-   */
-  async adoptClientCompaction(compaction: ClientCompaction): Promise<void> {
-    await this.background.wait();
-    const { state, engine } = this;
-    state.sessionId = compaction.sessionId;
-    state.lastCommittedCompactionId = compaction.compactionId;
-    absorbTotals(state, compaction);
-    state.lastCommitVersion = Math.max(state.lastCommitVersion, compaction.version);
-    state.readingBaseTokens = state.activeTokens;
-    state.userSinceCompaction = false;
-    // The client's summary is not ours: a later compaction of the new session starts its own.
-    engine.restoreState({ ...engine.exportState(), lastPromptTokens: 0, previousSummary: null });
-    if (state.autoPaused !== 'client') this.notice(NOTICE_CLIENT_COMPACTS);
-    state.autoPaused = 'client';
   }
 
   /** The quiet batches a notification carries (quiet.ts), applied before what it brings. */

@@ -39,6 +39,7 @@ import {
   switchModelUpdate,
 } from '../definitions.js';
 import { newSessionId } from '../ids.js';
+import { adoptClientCompaction } from './clientCompaction.js';
 import { ConversationEntity } from './entity.js';
 import { autoraiseNotice, switchModel } from './modelSwitch.js';
 import { type CarriedState, type ConversationInput, openingState, skipGaps, startingStatus } from './state.js';
@@ -196,7 +197,7 @@ async function run(entity: ConversationEntity, item: QueueItem): Promise<void> {
       await entity.publish();
       return;
     case 'clientCompaction':
-      await entity.adoptClientCompaction(item.compaction);
+      await adoptClientCompaction(entity, item.compaction);
       await entity.publish();
       return;
     case 'chat': {
