@@ -6,6 +6,7 @@ import type { ChatMessage, Usage } from '../../../engine/types.js';
 import { fromAnthropicResponse } from '../../../infra/llm/anthropicMessages.js';
 import type { AnthropicMessage, AnthropicStreamEvent } from '../../../infra/llm/anthropicPassthrough.js';
 import { UpstreamHttpError } from '../../../infra/llm/upstreamErrors.js';
+import { sseFrame } from '../sse.js';
 import type { StoreReply } from './streamedReply.js';
 
 /** SPEC §7 reading of an Anthropic usage: the prompt is the whole input, cache reads and writes included. */
@@ -17,14 +18,12 @@ export function anthropicUsage(usage: Partial<AnthropicMessage['usage']> | null 
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-const frame = (type: string, data: unknown) => `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
-
 /** The error event of an interrupted stream, in Anthropic's shape. */
 function errorEvent(err: unknown): string {
   const body = err instanceof UpstreamHttpError ? err.body : null;
-  if (body && body.type === 'error') return frame('error', body);
+  if (body && body.type === 'error') return sseFrame('error', body);
   const message = err instanceof Error ? err.message : String(err);
-  return frame('error', {
+  return sseFrame('error', {
     type: 'error',
     error: { type: 'api_error', message: `the stream was interrupted: ${message}` },
   });
@@ -49,7 +48,7 @@ export async function* relayAnthropicStream(
         if (block && event.delta.type === 'input_json_delta')
           block.json = (block.json ?? '') + event.delta.partial_json;
       }
-      yield frame(event.type, event);
+      yield sseFrame(event.type, event);
     }
     const content = blocks.filter(Boolean).map((block) => {
       if (block.type !== 'tool_use' || block.json === undefined) return block;

@@ -17,6 +17,7 @@ import {
   type ResponsesBody,
   streamResponse,
 } from '../../../infra/llm/responsesPassthrough.js';
+import { sseFrame } from '../sse.js';
 import { offersTools } from './clientCompaction.js';
 import { DropinFlow, DropinRequestError } from './conversationFlow.js';
 import type { StoreReply } from './streamedReply.js';
@@ -46,8 +47,6 @@ export function replyOfResponse(response: Pick<ResponseObject, 'output'>): ChatM
   return fromResponsesInput(undefined, response.output)[0] ?? { role: 'assistant', content: '' };
 }
 
-const frame = (type: string, data: unknown) => `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
-
 /** The client's events as the provider sent them; the reply (from `response.completed`) is stored before the last. */
 async function* relay(events: AsyncIterable<ResponseStreamEvent>, store: StoreReply): AsyncGenerator<string> {
   try {
@@ -55,11 +54,15 @@ async function* relay(events: AsyncIterable<ResponseStreamEvent>, store: StoreRe
       if (event.type === 'response.completed') {
         await store(replyOfResponse(event.response), responsesUsage(event.response.usage));
       }
-      yield frame(event.type, event);
+      yield sseFrame(event.type, event);
     }
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    yield frame('error', { type: 'error', code: 'upstream_error', message: `the stream was interrupted: ${message}` });
+    yield sseFrame('error', {
+      type: 'error',
+      code: 'upstream_error',
+      message: `the stream was interrupted: ${message}`,
+    });
   }
 }
 

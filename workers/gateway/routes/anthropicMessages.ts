@@ -16,6 +16,7 @@ import type { MessagesBody as PassthroughBody } from '../../../infra/llm/anthrop
 import { requireTenant } from '../auth.js';
 import { AnthropicMessages } from '../dropin/anthropicMessages.js';
 import { type DropinError, type DropinRouteDeps, dropinDeps, dropinErrorHandler } from '../dropin/routeSupport.js';
+import { asEventStream } from '../sse.js';
 
 /** Anthropic's error `type` for a status the gateway answers itself. */
 const ERROR_TYPES: Readonly<Record<number, string>> = {
@@ -76,7 +77,7 @@ export function anthropicMessagesRoutes(deps: DropinRouteDeps): FastifyPluginAsy
         if (answer.conversationId) void reply.header('x-conversation-id', answer.conversationId);
         if (answer.thinkingDropped > 0) void reply.header('x-thinking-blocks-dropped', String(answer.thinkingDropped));
         if (answer.kind === 'json') return reply.status(200).send(answer.message as unknown as Record<string, unknown>);
-        void reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache');
+        asEventStream(reply);
         // A stream is written as it comes (no response schema applies to it).
         return reply.status(200).send(Readable.from(answer.frames) as unknown as Record<string, unknown>);
       },

@@ -19,6 +19,7 @@ import { requireTenant } from '../auth.js';
 import { OpenAIChatCompletions } from '../dropin/openaiChat.js';
 import { OpenAIResponses } from '../dropin/openaiResponses.js';
 import { type DropinError, type DropinRouteDeps, dropinDeps, dropinErrorHandler } from '../dropin/routeSupport.js';
+import { asEventStream, sseData } from '../sse.js';
 
 /**
  * What this route can answer besides 200: refusals of the request (400, 401, 413, 415; 404, 409 and 422 from the
@@ -58,7 +59,7 @@ function openAIError(error: DropinError): OpenAIErrorBody {
 
 /** Server-Sent Events of `payloads` (`data: …` each). */
 async function* sse(payloads: AsyncIterable<string>): AsyncGenerator<string> {
-  for await (const payload of payloads) yield `data: ${payload}\n\n`;
+  for await (const payload of payloads) yield sseData(payload);
 }
 
 export function openAIChatRoutes(deps: DropinRouteDeps): FastifyPluginAsyncTypebox {
@@ -90,7 +91,7 @@ export function openAIChatRoutes(deps: DropinRouteDeps): FastifyPluginAsyncTypeb
         if (answer.conversationId) void reply.header('x-conversation-id', answer.conversationId);
         if (answer.kind === 'json')
           return reply.status(200).send(answer.completion as unknown as Record<string, unknown>);
-        void reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache');
+        asEventStream(reply);
         // A stream is written as it comes (no response schema applies to it).
         return reply.status(200).send(Readable.from(sse(answer.events)) as unknown as Record<string, unknown>);
       },
@@ -120,7 +121,7 @@ export function openAIChatRoutes(deps: DropinRouteDeps): FastifyPluginAsyncTypeb
           void reply.header('x-reasoning-items-dropped', String(answer.reasoningDropped));
         if (answer.kind === 'json')
           return reply.status(200).send(answer.response as unknown as Record<string, unknown>);
-        void reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-cache');
+        asEventStream(reply);
         return reply.status(200).send(Readable.from(answer.frames) as unknown as Record<string, unknown>);
       },
     );
