@@ -23,6 +23,7 @@ import {
   type ProviderConfig,
   type ProvidersConfig,
 } from '../infra/llm/providers.js';
+import type { OnText } from '../infra/llm/streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage } from '../infra/llm/types.js';
 
 export interface RespondDeps {
@@ -128,8 +129,15 @@ export function createTurnRunner(deps: RespondDeps) {
     );
   }
 
-  /** The model call on the transcript's prepared context; a missing provider or key fails for good. */
-  async function call(input: RespondInput, rows: readonly StoredMessage[], signal?: AbortSignal): Promise<TurnCall> {
+  /**
+   * The model call on the transcript's prepared context; a missing provider or key fails for good. `onText`
+   * streams it (the gateway's `stream: true` turns): each piece of the reply's text as it arrives.
+   */
+  async function call(
+    input: RespondInput,
+    rows: readonly StoredMessage[],
+    options: { signal?: AbortSignal; onText?: OnText } = {},
+  ): Promise<TurnCall> {
     const problem = chatProviderProblem(deps.providers, input.provider, env);
     const provider = chatProviderOf(deps.providers, input.provider);
     if (problem || !provider) {
@@ -147,7 +155,8 @@ export function createTurnRunner(deps: RespondDeps) {
       model: input.model,
       context,
       ...(input.tools ? { tools: input.tools } : {}),
-      ...(signal ? { signal } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.onText ? { onText: options.onText } : {}),
     });
     return { provider, result };
   }
@@ -233,7 +242,7 @@ export function createRespondActivities(deps: RespondDeps) {
     async respond(input: RespondInput): Promise<RespondResult> {
       const start = await turns.startingPoint(input);
       if ('stored' in start) return start.stored;
-      const answer = await turns.call(input, start.rows, Context.current().cancellationSignal);
+      const answer = await turns.call(input, start.rows, { signal: Context.current().cancellationSignal });
       const stored = await turns.store(input, answer);
       if (stored) return stored.result;
       const again = await turns.storedTurn(input);

@@ -90,6 +90,15 @@ export const PostMessagesBody = Type.Object(
           'client to run; send their results the same way). Needs a configured LLM provider.',
       }),
     ),
+    stream: Type.Optional(
+      Type.Boolean({
+        description:
+          'With respond: Server-Sent Events instead of one JSON answer — `accepted` once the messages are stored, ' +
+          'the reply’s text as `delta` events ({content}), `discard` (drop the text heard so far: the turn runs ' +
+          'again), then `reply` (the body answered without stream) or `error` ({status, message}). Refusals ' +
+          'before the messages are stored are the usual JSON errors.',
+      }),
+    ),
     tools: Type.Optional(
       Type.Unsafe<ChatTool[]>({
         type: 'array',

@@ -1,7 +1,8 @@
-// One chat call to either provider kind (DESIGN.md §5), non-streaming. Before sending: a `-900k` alias is reduced
-// to its base model (SPEC §4.3), cache markers are placed when SPEC §12.1 says caching is on (Claude via the
-// native Anthropic API or OpenRouter, a truthy TTL) and removed otherwise, and only the wire fields of each message
-// are sent (SPEC §1.2: extra runtime properties stay home). Every SDK error leaves as an LlmFailure.
+// One chat call to either provider kind (DESIGN.md §5), non-streaming or streamed (streamedCall.ts). Before
+// sending: a `-900k` alias is reduced to its base model (SPEC §4.3), cache markers are placed when SPEC §12.1 says
+// caching is on (Claude via the native Anthropic API or OpenRouter, a truthy TTL) and removed otherwise, and only
+// the wire fields of each message are sent (SPEC §1.2: extra runtime properties stay home). Every SDK error leaves
+// as an LlmFailure.
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import type { CacheTtl } from '../../engine/config.js';
@@ -11,6 +12,7 @@ import type { ChatMessage, ContentPart, ToolCall } from '../../engine/types.js';
 import { fromAnthropicResponse, toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
 import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
 import { classifyProviderError, type LlmCallSite, modelNotAvailableFailure, noChoiceFailure } from './errors.js';
+import { anthropicStreamed, type OnText, openAIStreamed } from './streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage, FinishReason } from './types.js';
 
 /** Anthropic requires `max_tokens`; used when the caller gives none. */
@@ -24,6 +26,8 @@ interface ChatCallInput {
   /** Output limit. OpenAI kind: omitted when absent. Anthropic kind: DEFAULT_ANTHROPIC_MAX_TOKENS when absent. */
   maxTokens?: number;
   signal?: AbortSignal;
+  /** Streams the call: each piece of the reply's text as it arrives (streamedCall.ts); the result is the same. */
+  onText?: OnText;
 }
 
 /** Either a context prepared by the caller (engine/prepareContext.ts), or messages to cache-mark for this call. */
@@ -141,7 +145,9 @@ async function openAIChat(
   };
   let completion: OpenAI.Chat.ChatCompletion;
   try {
-    completion = await client.openai.chat.completions.create(body, input.signal ? { signal: input.signal } : {});
+    completion = input.onText
+      ? await openAIStreamed(client.openai, body, input.onText, input.signal)
+      : await client.openai.chat.completions.create(body, input.signal ? { signal: input.signal } : {});
   } catch (err) {
     throw classifyProviderError(err, site);
   }
@@ -212,7 +218,9 @@ async function anthropicChat(
   };
   let response: Anthropic.Message;
   try {
-    response = await client.anthropic.messages.create(body, input.signal ? { signal: input.signal } : {});
+    response = input.onText
+      ? await anthropicStreamed(client.anthropic, body, input.onText, input.signal)
+      : await client.anthropic.messages.create(body, input.signal ? { signal: input.signal } : {});
   } catch (err) {
     throw classifyProviderError(err, site);
   }

@@ -10,10 +10,9 @@
 // workflow's (the chat-turn update), and so is one whose model call failed transiently here (its durable retries);
 // a permanent failure answers at once, as it would there.
 import type { Kysely } from 'kysely';
-import type { TurnCall, TurnRunner } from '../../activities/respond.js';
+import type { TurnRunner } from '../../activities/respond.js';
 import type { ConversationClient } from '../../clients/conversationClient.js';
 import type {
-  CacheRecovery,
   ChatTurnRequest,
   IncomingMessage,
   SubmitMessages,
@@ -23,21 +22,15 @@ import type {
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import type { ChatMessage } from '../../engine/index.js';
-import { foldQuiet } from '../../engine/index.js';
 import { getConversationAndRow, waitApplied } from '../../infra/db/conversations.js';
-import { toStoredMessage } from '../../infra/db/messageRows.js';
-import type { StoredMessage } from '../../infra/db/messages.js';
-import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import { type TurnRecord, turnUsage } from '../../infra/db/turns.js';
-import { isTransientFailure } from '../../infra/llm/errors.js';
-import type { ChatTool } from '../../infra/llm/types.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
-import { recoveryCompletedBy } from '../../workflows/conversation/cacheTelemetry.js';
 import type { AppendDecided, AppendDecideOptions } from './batchAppend.js';
-import { ChatUnavailableError, HttpError, InvalidRequestError } from './errors.js';
-import { statusOf, storedBatchOf, turnIdOf } from './logView.js';
+import { type RunOutcome, runDirectTurn } from './directTurn.js';
+import { ChatUnavailableError, InvalidRequestError } from './errors.js';
+import { statusOf, turnIdOf } from './logView.js';
 import { TranscriptCache } from './transcriptCache.js';
 import { TurnQueue } from './turnQueue.js';
 import { rulesWait, type TurnWaits } from './turnWaits.js';
@@ -66,7 +59,17 @@ export interface TurnHost {
   notify(tenantId: string, row: ConversationRow, batch: StoredBatch): Promise<void>;
 }
 
-type ChatRequest = { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools'] };
+/** What a streamed turn hears as it runs (turnStream.ts). */
+export interface TurnObserver {
+  /** The request's messages are stored (committed); the turn goes on. */
+  accepted(): void;
+  /** A piece of the reply's text, from a model call running here. */
+  text(delta: string): void;
+  /** The text heard so far came from a model call that failed transiently: the workflow runs the turn again. */
+  discard(): void;
+}
+
+export type ChatRequest = { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools']; observer?: TurnObserver };
 
 /** Where a turn ran: in the gateway (none of its batches notified, or some), by the workflow, or stored before. */
 export type TurnPath = 'gateway_quiet' | 'gateway_notified' | 'workflow' | 'stored';
@@ -154,6 +157,8 @@ export class ChatTurns {
       direct: !!runner,
       transcripts: this.transcripts,
     });
+    const { observer } = request;
+    observer?.accepted();
     if (appended.turn?.messageId != null) {
       // Stored by an earlier attempt; while something accepted is still undecided (e.g. that attempt's notification
       // was lost), the workflow hears again, as from a retried post.
@@ -173,12 +178,20 @@ export class ChatTurns {
         told.catch(() => undefined); // observed below, whatever the model does
       }
       let direct: RunOutcome | null;
+      let heard = false;
+      const onText = observer
+        ? (delta: string) => {
+            heard = true;
+            observer.text(delta);
+          }
+        : undefined;
       try {
         direct = await runDirectTurn(
           runner,
           {
             ...{ tenantId, conversationId, turnId, head, rows: context, readVersion: stored.version },
             ...(request.tools ? { tools: request.tools } : {}),
+            ...(onText ? { onText } : {}),
           },
           async (reply) => {
             await told;
@@ -197,6 +210,7 @@ export class ChatTurns {
       }
       // The model failed transiently: the workflow runs the turn with its durable retries (the batch is stored and
       // decided; the workflow hears of it again, as of a retried request's).
+      if (heard) observer?.discard();
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
       if (appended.turn?.messageId != null) return this.storedBefore(turnId, appended.turn);
     }
@@ -222,14 +236,6 @@ function withNotification({ stored, decision }: AppendDecided): StoredBatch {
   return decision.notify && decision.notification ? { ...stored, notification: decision.notification } : stored;
 }
 
-/** A turn's outcome, and its answer when this gateway stored the reply itself (no read needed). */
-interface RunOutcome {
-  outcome: TurnOutcome;
-  answered?: { head: ConversationRow; reply: ChatMessage };
-  /** The reply's batch was notified (it was not quiet). */
-  notified?: boolean;
-}
-
 /** The outcome of a turn an earlier attempt stored (its reply and turn record). */
 function storedOutcome(turnId: string, done: TurnRecord): TurnOutcome {
   return {
@@ -239,103 +245,4 @@ function storedOutcome(turnId: string, done: TurnRecord): TurnOutcome {
     usage: turnUsage(done),
     compaction: null,
   };
-}
-
-interface DirectTurn {
-  tenantId: string;
-  conversationId: string;
-  turnId: string;
-  /** The conversation's row as the user batch's append locked it (the workflow's published state). */
-  head: ConversationRow;
-  /** The active transcript read in the user batch's transaction, user batch included, and its version. */
-  rows: readonly StoredMessage[];
-  readVersion: number;
-  tools?: ChatTool[];
-}
-
-/** Tells the workflow of the turn's reply batch when that is not quiet. */
-type NotifyBatch = (reply: StoredBatch) => Promise<void>;
-
-/**
- * Runs the turn; null when the model failed transiently (the caller hands the turn to the workflow). A reply some
- * other attempt stored first is that attempt's outcome.
- */
-async function runDirectTurn(runner: TurnRunner, turn: DirectTurn, notify: NotifyBatch): Promise<RunOutcome | null> {
-  const published = turn.head.state;
-  const input = {
-    tenantId: turn.tenantId,
-    conversationId: turn.conversationId,
-    sessionId: turn.head.current_session_id,
-    // The model the workflow decides with (a switch is published before the rules allow a turn here again).
-    model: published?.model ?? turn.head.model,
-    provider: published ? published.provider : turn.head.provider,
-    turnKey: turn.turnId,
-    tools: turn.tools ?? null,
-    // The compaction whose cache recovery the workflow measures, as it published it (the turn record's telemetry).
-    afterCompactionId: published?.cache?.watching?.compactionId ?? null,
-  };
-  let call: TurnCall;
-  try {
-    call = await runner.call(input, turn.rows);
-  } catch (err) {
-    if (isTransientFailure(err)) return null;
-    // As the workflow's turn fails for good (gateway/errors.ts maps its update failure the same way).
-    throw new HttpError(422, err instanceof Error ? err.message : String(err));
-  }
-  let reply: StoredBatch | undefined;
-  let decision: NotifyDecision = { notify: false };
-  let recovery: CacheRecovery | null = null;
-  const stored = await runner.store(input, call, (result, locked) => {
-    const { usage } = call.result;
-    reply = {
-      ...storedBatchOf(result, {
-        messages: [{ message: call.result.message, idempotencyKey: turn.turnId }],
-        usage: {
-          prompt_tokens: usage.prompt_tokens,
-          completion_tokens: usage.completion_tokens,
-          total_tokens: usage.total_tokens,
-        },
-      }),
-      // Counted once: a reply another attempt stored first is that attempt's turn.
-      ...(result.appended.length > 0 ? { turn: usage, readVersion: turn.readVersion } : {}),
-    };
-    const decided = decideNotification(locked, reply);
-    decision = decided.decision;
-    // A quiet reply that completes the cache-recovery measurement the workflow published: on the compaction's
-    // record now (the workflow records the same when the fold reaches it, perhaps much later).
-    // The fold is recomputed only while a measurement runs (decideNotification folded it for the row already).
-    const published = locked.state?.cache;
-    recovery =
-      decided.decision.notify || !published?.watching
-        ? null
-        : recoveryCompletedBy(published, locked.quiet_fold, foldQuiet(locked.quiet_fold, reply));
-    return decided.set;
-  });
-  const outcome = stored ? stored.result : await runner.storedTurn(input);
-  if (!outcome) throw new Error(`turn ${turn.turnId}: the reply was stored by another attempt but its turn is missing`);
-  const notifying = decision as NotifyDecision;
-  if (reply && notifying.notify) {
-    await notify(notifying.notification ? { ...reply, notification: notifying.notification } : reply);
-  }
-  const completed = recovery as CacheRecovery | null;
-  if (stored && completed) {
-    // Best effort: the reply is stored and answered either way; the workflow writes the same when the fold reaches it.
-    await runner.recordCacheRecovery(turn.tenantId, completed).catch((err: unknown) => {
-      console.warn(`cache recovery of ${completed.compactionId} not recorded yet: ${(err as Error).message}`);
-    });
-  }
-  const result: TurnOutcome = {
-    turnId: turn.turnId,
-    replyMessageId: outcome.messageId,
-    finishReason: outcome.finishReason,
-    usage: outcome.usage,
-    // A compaction the reply triggers runs in the background (the rules allow turns here only with SPEC §19
-    // `background` on).
-    compaction: null,
-  };
-  const written = stored?.appended.written;
-  const notified = notifying.notify;
-  return written
-    ? { outcome: result, answered: { head: written, reply: toStoredMessage(call.result.message) }, notified }
-    : { outcome: result, notified };
 }

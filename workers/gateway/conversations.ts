@@ -10,13 +10,11 @@ import { createTurnRunner, type RespondDeps } from '../../activities/respond.js'
 import { type ConversationClient, TemporalUnavailableError } from '../../clients/conversationClient.js';
 import type { ReplayResult } from '../../contracts/compactionActivities.js';
 import type {
-  ChatTurnRequest,
   ClientCompaction,
   CompactionResult,
   CompactRequest,
   ConversationInput,
   ConversationStatus,
-  IncomingMessage,
   SubmitMessages,
   SwitchModelRequest,
 } from '../../contracts/conversation.js';
@@ -33,7 +31,7 @@ import { getTenantPolicy } from '../../infra/db/tenants.js';
 import { startingQuietRules } from '../../workflows/conversation/quiet.js';
 import { newSessionId } from '../../workflows/ids.js';
 import { type AppendDecideOptions, appendAndDecide } from './batchAppend.js';
-import { type ChatTurnReply, ChatTurns, type TurnMetrics } from './chatTurns.js';
+import { type ChatRequest, type ChatTurnReply, ChatTurns, type TurnMetrics } from './chatTurns.js';
 import { InvalidRequestError } from './errors.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
 import type { TurnWaits } from './turnWaits.js';
@@ -305,11 +303,7 @@ export class Conversations {
    * runs the turn (idempotent by turn id: a retried request returns the first reply, without a second model call)
    * and returns the stored reply (chatTurns.ts).
    */
-  chatTurn(
-    tenantId: string,
-    conversationId: string,
-    request: { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools'] },
-  ): Promise<ChatTurnReply> {
+  chatTurn(tenantId: string, conversationId: string, request: ChatRequest): Promise<ChatTurnReply> {
     return this.turns.chatTurn(tenantId, conversationId, request);
   }
 

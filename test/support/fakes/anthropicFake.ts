@@ -2,7 +2,7 @@
 // non-streaming or streamed (`stream: true`: Anthropic's SSE events), and POST /v1/messages/count_tokens, with Anthropic's message and error JSON (`{type: 'error', error: {type, message}}`). Scripted per
 // test, records every request.
 import { type FakeServer, type RecordedRequest, startFakeServer, type WireResponse } from './fakeServer.js';
-import type { ErrorStep, FakeStep, ReplyStep } from './script.js';
+import { type ErrorStep, type FakeStep, pacing, type ReplyStep } from './script.js';
 
 export interface AnthropicFake extends FakeServer {
   /** The SDK's `baseURL` (the SDK appends `/v1/messages`). */
@@ -75,7 +75,7 @@ function fromReplyStep(step: ReplyStep, model: string): WireResponse {
   return {
     status: 200,
     headers: { 'request-id': `req_fake_${counter}` },
-    ...(step.delayMs ? { delayMs: step.delayMs } : {}),
+    ...pacing(step),
     body: {
       id: `msg_fake_${counter}`,
       type: 'message',

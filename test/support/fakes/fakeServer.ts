@@ -21,6 +21,10 @@ export interface WireResponse {
   events?: Array<string | { event: string; data: string }>;
   /** Answer only after this long (a slow model). */
   delayMs?: number;
+  /** Streamed: wait this long between events. */
+  eventGapMs?: number;
+  /** Streamed: destroy the connection after this many events. */
+  cutAfterEvents?: number;
 }
 
 /** What a fake does with one request: answer (a wire response) or hang. `nextStep` takes the next scripted step
@@ -38,6 +42,8 @@ export interface FakeServer {
   enqueue(...steps: FakeStep[]): void;
   /** Steps not yet consumed. */
   pending(): number;
+  /** Streamed answers the fake is still writing. */
+  streaming(): number;
   close(): Promise<void>;
 }
 
@@ -67,10 +73,16 @@ function parseJson(text: string): unknown {
   }
 }
 
-function send(res: ServerResponse, response: WireResponse): void {
+async function send(res: ServerResponse, response: WireResponse, pause: (ms: number) => Promise<void>) {
   if (response.events) {
     res.writeHead(response.status, { 'content-type': 'text/event-stream', ...(response.headers ?? {}) });
-    for (const e of response.events) {
+    for (const [i, e] of response.events.entries()) {
+      if (i === response.cutAfterEvents) {
+        res.destroy();
+        return;
+      }
+      if (i > 0 && response.eventGapMs) await pause(response.eventGapMs);
+      if (res.destroyed) return;
       res.write(typeof e === 'string' ? `data: ${e}\n\n` : `event: ${e.event}\ndata: ${e.data}\n\n`);
     }
     res.end();
@@ -89,6 +101,16 @@ export async function startFakeServer(handler: Handler): Promise<FakeServer> {
   const queue: FakeStep[] = [];
   const requests: RecordedRequest[] = [];
   const timers = new Set<NodeJS.Timeout>();
+  /** Streamed answers begun and not yet written to their end. */
+  let streaming = 0;
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        resolve();
+      }, ms);
+      timers.add(timer);
+    });
 
   const server: Server = createServer((req, res) => {
     void (async () => {
@@ -102,6 +124,7 @@ export async function startFakeServer(handler: Handler): Promise<FakeServer> {
       };
       requests.push(recorded);
       const outcome = handler(recorded, () => queue.shift());
+      if ('events' in outcome && outcome.events) streaming += 1;
       if ('hangMs' in outcome) {
         if (outcome.hangMs === null) return;
         const timer = setTimeout(() => {
@@ -111,16 +134,9 @@ export async function startFakeServer(handler: Handler): Promise<FakeServer> {
         timers.add(timer);
         return;
       }
-      if (outcome.delayMs) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(() => {
-            timers.delete(timer);
-            resolve();
-          }, outcome.delayMs);
-          timers.add(timer);
-        });
-      }
-      if (!res.destroyed) send(res, outcome);
+      if (outcome.delayMs) await pause(outcome.delayMs);
+      if (!res.destroyed) await send(res, outcome, pause);
+      streaming -= outcome.events ? 1 : 0;
     })();
   });
 
@@ -134,6 +150,7 @@ export async function startFakeServer(handler: Handler): Promise<FakeServer> {
       queue.push(...steps);
     },
     pending: () => queue.length,
+    streaming: () => streaming,
     close: async () => {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();

@@ -2,7 +2,7 @@
 // non-streaming or streamed (`stream: true`: SSE chunks as OpenAI sends them), with OpenAI's response and error
 // JSON. Scripted per test, records every request.
 import { type FakeServer, type RecordedRequest, startFakeServer, type WireResponse } from './fakeServer.js';
-import type { ErrorStep, FakeStep, ReplyStep } from './script.js';
+import { type ErrorStep, type FakeStep, pacing, type ReplyStep } from './script.js';
 
 export interface OpenAIFake extends FakeServer {
   /** The SDK's `baseURL`: `<origin>/v1`. */
@@ -77,7 +77,7 @@ function fromReplyStep(step: ReplyStep, model: string): WireResponse {
   return {
     status: 200,
     headers: { 'x-request-id': `req_fake_${completionCounter}` },
-    ...(step.delayMs ? { delayMs: step.delayMs } : {}),
+    ...pacing(step),
     body: {
       id: `chatcmpl-fake-${completionCounter}`,
       object: 'chat.completion',

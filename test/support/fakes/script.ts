@@ -21,6 +21,10 @@ export interface ReplyStep {
   usage?: Record<string, unknown>;
   /** Answer only after this long (a slow model). */
   delayMs?: number;
+  /** Streamed: wait this long between the answer's events (a model that writes as it thinks). */
+  eventGapMs?: number;
+  /** Streamed: cut the connection after this many events (a stream that breaks off). */
+  cutAfterEvents?: number;
 }
 
 export interface ErrorStep {
@@ -55,6 +59,16 @@ export interface ContextTooLongStep {
 }
 
 export type FakeStep = ReplyStep | ErrorStep | HangStep | RawStep | ContextTooLongStep;
+
+/** What a reply step asks of the wire response (fakeServer.ts) besides its body. */
+export function pacing(step: ReplyStep): Pick<ReplyStep, 'delayMs' | 'eventGapMs' | 'cutAfterEvents'> {
+  const { delayMs, eventGapMs, cutAfterEvents } = step;
+  return {
+    ...(delayMs ? { delayMs } : {}),
+    ...(eventGapMs ? { eventGapMs } : {}),
+    ...(cutAfterEvents !== undefined ? { cutAfterEvents } : {}),
+  };
+}
 
 export function reply(text: string, options: Partial<Omit<ReplyStep, 'kind' | 'text'>> = {}): ReplyStep {
   return { kind: 'reply', text, ...options };

@@ -30,6 +30,8 @@ import { cachingRouteFor, type ProvidersConfig } from '../../../infra/llm/provid
 import { requireTenant } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { HttpError, notFound } from '../errors.js';
+import { asEventStream } from '../sse.js';
+import { streamTurn } from '../turnStream.js';
 
 export interface ConversationRouteDeps {
   db: Kysely<Database>;
@@ -85,7 +87,8 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
           summary:
             'Append messages (user, or assistant/tool with the reported usage); idempotency key per message, unique ' +
             'per conversation (the same key with another message is 409). 202 once stored. With respond: true the ' +
-            'system runs the agent turn and answers with the reply.',
+            'system runs the agent turn and answers with the reply; with stream: true as Server-Sent Events ' +
+            '(text/event-stream).',
           params: ConversationParams,
           body: PostMessagesBody,
           response: {
@@ -98,13 +101,26 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
       async (request, reply) => {
         const { conversationId } = request.params;
         const { tenantId } = request;
+        if (request.body.stream && !request.body.respond) throw new HttpError(400, 'stream needs respond: true');
         if (request.body.respond) {
           if (request.body.usage) throw new HttpError(400, 'usage is reported by the provider when respond is true');
-          const turn = await conversations.chatTurn(tenantId, conversationId, {
+          const accepted = request.body.messages.length;
+          const turnRequest = {
             messages: request.body.messages,
             ...(request.body.tools ? { tools: request.body.tools } : {}),
-          });
-          return reply.status(200).send({ accepted: request.body.messages.length, ...turn });
+          };
+          if (request.body.stream) {
+            const events = await streamTurn(
+              (observer) => conversations.chatTurn(tenantId, conversationId, { ...turnRequest, observer }),
+              { accepted, conversationId },
+            );
+            // An event stream is written as it comes (no response schema applies to it).
+            return asEventStream(reply)
+              .status(200)
+              .send(events as unknown as Record<string, unknown>);
+          }
+          const turn = await conversations.chatTurn(tenantId, conversationId, turnRequest);
+          return reply.status(200).send({ accepted, ...turn });
         }
         const batch: SubmitMessages = { messages: request.body.messages };
         if (request.body.usage) batch.usage = request.body.usage;

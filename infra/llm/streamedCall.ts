@@ -1,0 +1,39 @@
+// Streamed model calls that end as the non-streaming ones do (issue #12: `stream: true` on the messages route). The
+// SDKs' own stream helpers hand each text delta to `onText` as it arrives and put the whole answer together, so the
+// reply, finish reason and usage are read from it exactly as from a non-streaming call (chat.ts). OpenAI sends its
+// usage in a streamed answer only when asked (`stream_options.include_usage`); the store needs it (SPEC §7).
+import type Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
+
+/** Receives each piece of the reply's text, in order. */
+export type OnText = (delta: string) => void;
+
+const requestOptions = (signal: AbortSignal | undefined) => (signal ? { signal } : {});
+
+/** The completion of `body`, streamed. */
+export async function openAIStreamed(
+  client: OpenAI,
+  body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+  onText: OnText,
+  signal?: AbortSignal,
+): Promise<OpenAI.Chat.ChatCompletion> {
+  const options = typeof body.stream_options === 'object' && body.stream_options !== null ? body.stream_options : {};
+  const stream = client.chat.completions.stream(
+    { ...body, stream: true, stream_options: { ...options, include_usage: true } },
+    requestOptions(signal),
+  );
+  stream.on('content', (delta) => onText(delta));
+  return stream.finalChatCompletion();
+}
+
+/** The message of `body`, streamed. */
+export async function anthropicStreamed(
+  client: Anthropic,
+  body: Anthropic.MessageCreateParamsNonStreaming,
+  onText: OnText,
+  signal?: AbortSignal,
+): Promise<Anthropic.Message> {
+  const stream = client.messages.stream(body, requestOptions(signal));
+  stream.on('text', (delta) => onText(delta));
+  return stream.finalMessage();
+}

@@ -1,0 +1,68 @@
+// `respond: true` with `stream: true` on the messages route (issue #12): the agent turn as Server-Sent Events.
+// Nothing is streamed before the request's messages are stored: a refusal before that (bad input, an unknown
+// conversation, a reused key, no provider, an outage) is the route's usual JSON error with its status. Then, in order:
+// `accepted` (the messages are committed), the reply's text as `delta` events while the model call runs in the
+// gateway, then `reply` — the body the request answers without `stream` — and the stream ends. A turn the workflow
+// runs (a compaction due before it, or a model call here that failed transiently, announced by `discard`: drop the
+// text heard so far) sends its text as one `delta` once the reply is stored. A failure after `accepted` is an
+// `error` event with the status and message the request would have answered. Comments keep a quiet connection open.
+// A client that goes away loses nothing: the turn runs on, its reply is stored, and a retry with the same idempotency
+// keys answers it.
+import { PassThrough } from 'node:stream';
+import type { ChatTurnReply, TurnObserver } from './chatTurns.js';
+import { classify } from './errors.js';
+import { SSE_KEEP_ALIVE, sseFrame } from './sse.js';
+
+/** How often a comment is written while no event is (default 15 s). */
+export const KEEP_ALIVE_MS = 15_000;
+
+/** The events of the turn `run` runs with the observer given; rejects when it fails before `accepted`. */
+export async function streamTurn(
+  run: (observer: TurnObserver) => Promise<ChatTurnReply>,
+  accepted: { accepted: number; conversationId: string },
+  keepAliveMs = KEEP_ALIVE_MS,
+): Promise<PassThrough> {
+  const out = new PassThrough();
+  let heard = '';
+  let resolveAccepted: () => void = () => undefined;
+  const stored = new Promise<void>((resolve) => {
+    resolveAccepted = resolve;
+  });
+  const write = (frame: string) => {
+    if (!out.writableEnded) out.write(frame);
+  };
+  const turn = run({
+    accepted: () => resolveAccepted(),
+    text: (delta) => {
+      heard += delta;
+      write(sseFrame('delta', { content: delta }));
+    },
+    discard: () => {
+      heard = '';
+      write(sseFrame('discard', { reason: 'the model call failed transiently; the turn runs again' }));
+    },
+  });
+  // Before the messages are stored, the turn's failure is the request's (a JSON error with its status); a turn
+  // answered before it said so (impossible today) is a stored turn all the same.
+  await Promise.race([stored, turn]);
+  out.write(sseFrame('accepted', accepted));
+  const keepAlive = setInterval(() => write(SSE_KEEP_ALIVE), keepAliveMs);
+  keepAlive.unref();
+  void turn
+    .then(
+      (answer) => {
+        const text = answer.reply.content;
+        if (heard === '' && typeof text === 'string' && text !== '') write(sseFrame('delta', { content: text }));
+        write(sseFrame('reply', { accepted: accepted.accepted, ...answer }));
+      },
+      (err: unknown) => {
+        const { status, message, retryAfter } = classify(err instanceof Error ? err : new Error(String(err)));
+        write(sseFrame('error', { status, message, ...(retryAfter !== undefined ? { retryAfter } : {}) }));
+      },
+    )
+    .finally(() => {
+      clearInterval(keepAlive);
+      out.end();
+    });
+  return out;
+}
