@@ -23,13 +23,15 @@ export async function streamTurn(
   keepAliveMs = KEEP_ALIVE_MS,
 ): Promise<PassThrough> {
   const out = new PassThrough();
+  // A client that went away destroys the stream; the turn runs on, and nothing more is written.
+  out.on('error', () => undefined);
   let heard = '';
   let resolveAccepted: () => void = () => undefined;
   const stored = new Promise<void>((resolve) => {
     resolveAccepted = resolve;
   });
   const write = (frame: string) => {
-    if (!out.writableEnded) out.write(frame);
+    if (!out.writableEnded && !out.destroyed) out.write(frame);
   };
   const turn = run({
     accepted: () => resolveAccepted(),

@@ -219,4 +219,39 @@ describe('a streamed chat turn', () => {
       retried,
     ]);
   });
+
+  it('runs on when the client goes away: the reply is stored and a retry answers it', async () => {
+    const { key } = await gw.tenant();
+    const conv = await conversation(key, 'gpt-test', 'openai');
+    await firstTurn(key, conv, openai);
+    const text = 'The migration is complete and verified.';
+    openai.enqueue(reply(text, { eventGapMs: 100 }));
+    const abort = new AbortController();
+    const res = await fetch(`${gw.url}/v1/conversations/${conv}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ respond: true, stream: true, messages: user('Is the migration done?', 'u1') }),
+      signal: abort.signal,
+    });
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    let heard = '';
+    while (!heard.includes('event: delta')) heard += new TextDecoder().decode((await reader.read()).value);
+    abort.abort(); // gone mid-reply
+    const deadline = Date.now() + 10_000;
+    while ((await stored(key, conv)).length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect((await stored(key, conv)).map((r) => r.message.content)).toEqual([
+      'Are you there?',
+      'Ready.',
+      'Is the migration done?',
+      text,
+    ]);
+    const calls = openai.chatRequests().length;
+    const retried = await gw.call('POST', `/v1/conversations/${conv}/messages`, key, {
+      respond: true,
+      messages: user('Is the migration done?', 'u1'),
+    });
+    expect(retried.status).toBe(200);
+    expect(retried.json.reply.content).toBe(text);
+    expect(openai.chatRequests().length).toBe(calls); // no second model call
+  });
 });
