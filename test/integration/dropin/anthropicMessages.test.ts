@@ -92,6 +92,45 @@ describe('POST /v1/messages', () => {
     ]);
   });
 
+  it('adds its own breakpoints only for a client that set none: system and last message, a stable prefix', async () => {
+    const { key } = await gw.tenant();
+    const client = sdk(key);
+    const system = `You answer in one word. ${randomUUID()}`;
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Capital of Spain?' }];
+    anthropic.enqueue(reply('Madrid.'));
+    await client.messages.create({ model: MODEL, max_tokens: 64, system, messages });
+    const raw1 = anthropic.messageRequests().at(-1)?.raw ?? '';
+    messages.push({ role: 'assistant', content: 'Madrid.' }, { role: 'user', content: 'And of Portugal?' });
+    anthropic.enqueue(reply('Lisbon.'));
+    const { response } = await client.messages
+      .create({ model: MODEL, max_tokens: 64, system, messages })
+      .withResponse();
+    const raw2 = anthropic.messageRequests().at(-1)?.raw ?? '';
+    const body2 = JSON.parse(raw2);
+    // Two of Anthropic's four: the system prompt and the last block of the last message (SPEC §12.2 TTL: 5m default).
+    expect(raw1.split('"cache_control"').length - 1).toBe(2);
+    expect(raw2.split('"cache_control"').length - 1).toBe(2);
+    expect(body2.system).toEqual([{ type: 'text', text: system, cache_control: { type: 'ephemeral' } }]);
+    expect(body2.messages.at(-1)).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: 'And of Portugal?', cache_control: { type: 'ephemeral' } }],
+    });
+    // The two consecutive upstream requests share their bytes up to the earlier request's last breakpoint.
+    const breakpoint = raw1.lastIndexOf(',"cache_control"');
+    expect(breakpoint).toBeGreaterThan(raw1.indexOf('Capital of Spain?'));
+    expect(raw2.slice(0, breakpoint)).toBe(raw1.slice(0, breakpoint));
+    // What is stored is what the client sent: no marker, its own content form.
+    const stored = await storedMessages(gw, key, response.headers.get('x-conversation-id') as string);
+    expect(stored.map((m) => m.content)).toEqual([
+      system,
+      'Capital of Spain?',
+      'Madrid.',
+      'And of Portugal?',
+      'Lisbon.',
+    ]);
+    expect(JSON.stringify(stored)).not.toContain('cache_control');
+  });
+
   it('streams as Anthropic does, tool use included; the reply and the tool result are stored', async () => {
     const { key } = await gw.tenant();
     const conversationId = `an-${randomUUID()}`;

@@ -2,7 +2,7 @@
 // gateway and sends its whole history (system, content blocks, tool_use / tool_result) on every request. The history
 // is read as stored messages (infra/llm/anthropicMessages.ts), stored and decided on by DropinFlow, and the provider
 // serving the model gets the client's own request while the conversation was never compacted (its cache breakpoints
-// and thinking blocks as the client sent them), or the same request with the compacted, sanitised transcript as
+// and thinking blocks as the client sent them; ours only when it set none, cacheBreakpoints.ts), or the same request with the compacted, sanitised transcript as
 // `system` and `messages` (cache breakpoints placed by SPEC §12). Signed thinking blocks are never sent with content
 // a compaction changed: the stored transcript holds none, and the answer says how many were left out.
 import type Anthropic from '@anthropic-ai/sdk';
@@ -22,6 +22,7 @@ import {
 } from '../../../infra/llm/anthropicPassthrough.js';
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
 import { anthropicUsage, relayAnthropicStream } from './anthropicStream.js';
+import { withOwnBreakpoints } from './cacheBreakpoints.js';
 import { offersTools } from './clientCompaction.js';
 import { DropinFlow, DropinRequestError } from './conversationFlow.js';
 import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
@@ -82,7 +83,9 @@ export class AnthropicMessages {
       offersTools(body.tools),
     );
     const thinkingDropped = turn.compacted ? thinkingBlocks(body.messages) : 0;
-    const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
+    const upstream = turn.compacted
+      ? this.withCompacted(body, turn.compacted, provider)
+      : withOwnBreakpoints(body, provider, this.deps.cacheTtl).body;
     const client = this.upstreams.clientFor(provider);
     const forwarded = this.forwarded(headers);
     if (body.stream === true) {
