@@ -34,7 +34,11 @@ export async function streamTurn(
     if (!out.writableEnded && !out.destroyed) out.write(frame);
   };
   const turn = run({
-    accepted: () => resolveAccepted(),
+    accepted: () => {
+      // Written as the store commits, before any text of the model call that follows.
+      write(sseFrame('accepted', accepted));
+      resolveAccepted();
+    },
     text: (delta) => {
       heard += delta;
       write(sseFrame('delta', { content: delta }));
@@ -47,7 +51,6 @@ export async function streamTurn(
   // Before the messages are stored, the turn's failure is the request's (a JSON error with its status); a turn
   // answered before it said so (impossible today) is a stored turn all the same.
   await Promise.race([stored, turn]);
-  out.write(sseFrame('accepted', accepted));
   const keepAlive = setInterval(() => write(SSE_KEEP_ALIVE), keepAliveMs);
   keepAlive.unref();
   void turn
@@ -64,7 +67,7 @@ export async function streamTurn(
     )
     .finally(() => {
       clearInterval(keepAlive);
-      out.end();
+      if (!out.destroyed) out.end();
     });
   return out;
 }
