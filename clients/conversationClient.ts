@@ -10,6 +10,7 @@ import {
   type WorkflowUpdateHandle,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
+import type { SignalDefinition } from '@temporalio/common';
 import type { ReplayResult } from '../contracts/compactionActivities.js';
 import type {
   ChatTurnRequest,
@@ -140,25 +141,37 @@ export class ConversationClient {
 
   /** Tells the workflow about a committed batch, starting it again from `input` if it is not running. */
   async notify(input: ConversationInput, batch: StoredBatch): Promise<void> {
-    await this.guarded('the messages are stored; retry with the same idempotency keys to notify the conversation', () =>
-      this.client.withDeadline(Date.now() + this.callTimeoutMs, () =>
-        this.client.workflow.signalWithStart('conversationWorkflow', {
-          ...this.startOptions(input),
-          signal: batchStoredSignal,
-          signalArgs: [batch],
-        }),
-      ),
+    await this.signalStarting(
+      input,
+      batchStoredSignal,
+      batch,
+      'the messages are stored; retry with the same idempotency keys to notify the conversation',
     );
   }
 
   /** Tells the workflow that a drop-in client's own compaction was committed (a new session, content-free). */
   async clientCompacted(input: ConversationInput, compaction: ClientCompaction): Promise<void> {
-    await this.guarded('the client compaction is stored; retry the request to notify the conversation', () =>
+    await this.signalStarting(
+      input,
+      clientCompactedSignal,
+      compaction,
+      'the client compaction is stored; retry the request to notify the conversation',
+    );
+  }
+
+  /** Signals the workflow, starting it from `input` if it is not running; `unavailable` says what to do on an outage. */
+  private async signalStarting<A>(
+    input: ConversationInput,
+    signal: SignalDefinition<[A]>,
+    arg: A,
+    unavailable: string,
+  ): Promise<void> {
+    await this.guarded(unavailable, () =>
       this.client.withDeadline(Date.now() + this.callTimeoutMs, () =>
         this.client.workflow.signalWithStart('conversationWorkflow', {
           ...this.startOptions(input),
-          signal: clientCompactedSignal,
-          signalArgs: [compaction],
+          signal,
+          signalArgs: [arg],
         }),
       ),
     );

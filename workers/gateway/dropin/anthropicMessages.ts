@@ -23,7 +23,6 @@ import {
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
 import { anthropicUsage, relayAnthropicStream } from './anthropicStream.js';
 import { withOwnBreakpoints } from './cacheBreakpoints.js';
-import { offersTools } from './clientCompaction.js';
 import { DropinFlow, DropinRequestError } from './conversationFlow.js';
 import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
 
@@ -59,7 +58,7 @@ export class AnthropicMessages {
   private readonly upstreams: Upstreams<'anthropic'>;
 
   constructor(private readonly deps: AnthropicMessagesDeps) {
-    this.flow = new DropinFlow(deps.conversations, 'an');
+    this.flow = new DropinFlow(deps.conversations, 'an', SOURCE);
     this.upstreams = new Upstreams(deps, 'anthropic', 'POST /v1/messages');
   }
 
@@ -71,17 +70,11 @@ export class AnthropicMessages {
     const history = this.historyOf(body);
     const provider = this.upstreams.providerFor(body.model);
     const header = headers['x-conversation-id'];
-    const turn = await this.flow.begin(
-      tenantId,
-      history,
-      typeof header === 'string' ? header : undefined,
-      {
-        model: body.model,
-        provider: provider.id,
-        source: SOURCE,
-      },
-      offersTools(body.tools),
-    );
+    const turn = await this.flow.begin(tenantId, history, typeof header === 'string' ? header : undefined, {
+      model: body.model,
+      provider: provider.id,
+      tools: body.tools,
+    });
     const thinkingDropped = turn.compacted ? thinkingBlocks(body.messages) : 0;
     const upstream = turn.compacted
       ? this.withCompacted(body, turn.compacted, provider)

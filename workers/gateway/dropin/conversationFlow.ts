@@ -24,7 +24,7 @@ import { MAX_LINEAGE_HOPS } from '../../../infra/db/sessions.js';
 import { newSessionId } from '../../../workflows/ids.js';
 import type { Conversations } from '../conversations.js';
 import { InvalidRequestError } from '../errors.js';
-import { isClientCompactionRequest, summaryPosition, textOf } from './clientCompaction.js';
+import { isClientCompactionRequest, offersTools, summaryPosition, textOf } from './clientCompaction.js';
 import { branchConversationId, derivedConversationId, historyKey, historyKeys, matchHistory } from './history.js';
 
 /** A request refused before anything is stored, naming the request field (the dialect's `param`). */
@@ -90,19 +90,24 @@ export class DropinFlow {
     private readonly conversations: Conversations,
     /** The dialect's prefix of idempotency keys and derived conversation ids (`oa`, `an`). */
     private readonly dialect: string,
+    /** The `source` of the conversations the dialect creates. */
+    private readonly source: string,
   ) {}
 
-  /** `toolsOffered`: the request offers the model tools (a client's own compaction request offers none). */
+  /**
+   * `request`: the model, the provider serving it, and the request's `tools` (a client's own compaction request
+   * offers none).
+   */
   async begin(
     tenantId: string,
     history: readonly ChatMessage[],
     header: string | undefined,
-    start: DropinStart,
-    toolsOffered: boolean,
+    request: { model: string; provider: string; tools: unknown },
   ): Promise<DropinTurn> {
+    const start: DropinStart = { model: request.model, provider: request.provider, source: this.source };
     const target = await this.target(tenantId, history, header);
     const { keys } = target;
-    const clientCompaction = isClientCompactionRequest(history, toolsOffered);
+    const clientCompaction = isClientCompactionRequest(history, offersTools(request.tools));
     if (clientCompaction) {
       // Passed through as the client sent it; stored with its reply after the call, without the reading (the
       // summary request measures the transcript the client is about to leave): it decides nothing.

@@ -16,7 +16,6 @@ import {
   streamCompletion,
 } from '../../../infra/llm/openaiPassthrough.js';
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
-import { offersTools } from './clientCompaction.js';
 import { DropinFlow } from './conversationFlow.js';
 import { StreamedReply, usageOf } from './streamedReply.js';
 import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
@@ -63,24 +62,18 @@ export class OpenAIChatCompletions {
   private readonly upstreams: Upstreams<'openai'>;
 
   constructor(private readonly deps: OpenAIChatDeps) {
-    this.flow = new DropinFlow(deps.conversations, 'oa');
+    this.flow = new DropinFlow(deps.conversations, 'oa', SOURCE);
     this.upstreams = new Upstreams(deps, 'openai', 'POST /v1/chat/completions');
   }
 
   async complete(tenantId: string, body: CompletionBody, conversationHeader?: string): Promise<CompletionAnswer> {
     const history = this.validate(body);
     const provider = this.upstreams.providerFor(body.model);
-    const turn = await this.flow.begin(
-      tenantId,
-      history,
-      conversationHeader,
-      {
-        model: body.model,
-        provider: provider.id,
-        source: SOURCE,
-      },
-      offersTools(body.tools),
-    );
+    const turn = await this.flow.begin(tenantId, history, conversationHeader, {
+      model: body.model,
+      provider: provider.id,
+      tools: body.tools,
+    });
     const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
     const client = this.upstreams.clientFor(provider);
     if (body.stream === true) {

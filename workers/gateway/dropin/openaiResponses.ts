@@ -18,7 +18,6 @@ import {
   streamResponse,
 } from '../../../infra/llm/responsesPassthrough.js';
 import { sseFrame } from '../sse.js';
-import { offersTools } from './clientCompaction.js';
 import { DropinFlow, DropinRequestError } from './conversationFlow.js';
 import type { StoreReply } from './streamedReply.js';
 import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
@@ -75,7 +74,7 @@ export class OpenAIResponses {
   private readonly upstreams: Upstreams<'openai'>;
 
   constructor(private readonly deps: DropinDeps) {
-    this.flow = new DropinFlow(deps.conversations, 'or');
+    this.flow = new DropinFlow(deps.conversations, 'or', SOURCE);
     this.upstreams = new Upstreams(deps, 'openai', 'POST /v1/responses');
   }
 
@@ -90,17 +89,11 @@ export class OpenAIResponses {
     if (history.length === 0) throw new DropinRequestError('input must hold at least one message', 'input');
     checkStorable(history, (problem) => problem.replace(/^messages\[\d+\]\.message\.?/, 'input: '));
     const provider = this.upstreams.providerFor(body.model);
-    const turn = await this.flow.begin(
-      tenantId,
-      history,
-      conversationHeader,
-      {
-        model: body.model,
-        provider: provider.id,
-        source: SOURCE,
-      },
-      offersTools(body.tools),
-    );
+    const turn = await this.flow.begin(tenantId, history, conversationHeader, {
+      model: body.model,
+      provider: provider.id,
+      tools: body.tools,
+    });
     const reasoningDropped = turn.compacted ? reasoningItems(body.input) : 0;
     const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
     const client = this.upstreams.clientFor(provider);
