@@ -45,6 +45,8 @@ export interface AppendResult {
   totals: LogTotals | null;
   /** The conversation's row as the batch's statement wrote it (appendToConversation, fresh rows only). */
   written?: ConversationRow;
+  /** `after` did not hold: the batch's new items were not stored (appendToConversation). */
+  stale?: boolean;
 }
 
 type StoredKeyRow = MessageColumns & { idempotency_key: string | null };
@@ -91,7 +93,9 @@ async function appendLocked(
   tenantId: string,
   target: RowTarget,
   items: readonly AppendItem[],
-): Promise<{ appended: AppendedMessage[]; duplicates: string[] }> {
+  /** The batch must follow the message of this key, the conversation's `last_key` now (`head`): else `stale`. */
+  follows?: { after: string; head: string | null },
+): Promise<{ appended: AppendedMessage[]; duplicates: string[]; stale: boolean }> {
   const state = await appendState(
     tx,
     tenantId,
@@ -117,6 +121,8 @@ async function appendLocked(
     seen.add(item.idempotencyKey);
     fresh.push({ ...item, position: state.nextPosition + fresh.length });
   });
+  // Placed only right after the message it follows: when anything else was stored since, the fresh items are not.
+  if (follows && fresh.length > 0 && follows.head !== follows.after) return { appended: [], duplicates, stale: true };
   const inserted = await insertMessageRows(tx, tenantId, target, fresh);
   const roles = new Map(fresh.map((f) => [f.idempotencyKey, f.message.role]));
   const appended = inserted.map((row) => ({
@@ -126,8 +132,14 @@ async function appendLocked(
     tokenEstimate: row.tokenEstimate,
     role: roles.get(row.idempotencyKey as string) ?? 'user',
   }));
-  return { appended, duplicates };
+  return { appended, duplicates, stale: false };
 }
+
+/** The key `last_key` takes after the rows (the last keyed one), or nothing to set. */
+const lastKeyOf = (rows: readonly AppendedMessage[]) => {
+  const key = rows.findLast((row) => row.idempotencyKey)?.idempotencyKey;
+  return key ? { last_key: key } : {};
+};
 
 export interface AppendOptions {
   /**
@@ -136,6 +148,11 @@ export interface AppendOptions {
    */
   settle?: (result: AppendResult, head: ConversationRow) => UpdateObject<Database, 'conversations'> | null;
   within?: (tx: TenantTx, result: AppendResult) => Promise<void>;
+  /**
+   * The idempotency key of the message the batch must follow: unless it is the conversation's newest keyed message
+   * (`last_key`), the batch's new items are not stored (`stale`); its duplicates are reported as usual.
+   */
+  after?: string;
 }
 
 const tokensOf = (rows: readonly AppendedMessage[]) => rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
@@ -155,19 +172,21 @@ export async function appendToConversation(
   return withTenantWrite(db, tenantId, async (tx) => {
     const conversation = await requireLockedHead(tx, tenantId, conversationId);
     const target = { sessionId: conversation.current_session_id, conversationId };
-    const { appended, duplicates } = await appendLocked(tx, tenantId, target, items);
+    const follows = options.after !== undefined ? { after: options.after, head: conversation.last_key } : undefined;
+    const { appended, duplicates, stale } = await appendLocked(tx, tenantId, target, items, follows);
     const delta = { messages: appended.length, tokens: tokensOf(appended) };
     const fresh = appended.length > 0;
     // Under the row's lock the totals after the batch are known before the statement that writes them.
     const result: AppendResult = {
       appended,
       duplicates,
+      ...(stale ? { stale } : {}),
       ...target,
       totals: fresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
     };
     const extra = options.settle?.(result, conversation) ?? null;
     if (fresh) {
-      const written = await addToTotals(tx, tenantId, conversationId, delta, extra ?? {});
+      const written = await addToTotals(tx, tenantId, conversationId, delta, { ...extra, ...lastKeyOf(appended) });
       if (written.version !== result.totals?.version || written.batchSeq !== result.totals.batchSeq) {
         throw new Error(`conversation ${conversationId}: totals moved under its lock`);
       }
@@ -212,7 +231,7 @@ export async function appendMessages(
     let totals: LogTotals | null = current ? totalsOf(current) : null;
     if (current && appended.length > 0) {
       const delta = { messages: appended.length, tokens: tokensOf(appended) };
-      totals = totalsOf((await addToTotals(tx, tenantId, current.id, delta)).row);
+      totals = totalsOf((await addToTotals(tx, tenantId, current.id, delta, lastKeyOf(appended))).row);
     }
     return { appended, duplicates, ...target, totals };
   });

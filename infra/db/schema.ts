@@ -132,6 +132,8 @@ export interface ConversationsTable {
   notified_since: NullableJson<NotifiedSince>;
   /** Drop-in histories match the rows above this message id: those since the latest client compaction (0013). */
   client_floor: ColumnType<string, string | number | undefined, string | number>;
+  /** The idempotency key of the newest keyed message appended to the current session (0014); compactions leave it. */
+  last_key: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface CompactionsTable {

@@ -100,5 +100,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(searchRoutes(deps));
   await app.register(openAIChatRoutes(deps));
   await app.register(anthropicMessagesRoutes(deps));
+  // What the gateway still commits after answering (drop-in replies): logged if it fails, finished before close.
+  deps.conversations.pendingWrites.reportTo((err, where) =>
+    app.log.warn({ err, ...where }, 'a reply the client was given could not be stored (its next request carries it)'),
+  );
+  app.addHook('onClose', () => deps.conversations.pendingWrites.drain());
   return app;
 }

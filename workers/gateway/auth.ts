@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely';
 import { tenantForApiKey } from '../../infra/db/apiKeys.js';
 import type { Database } from '../../infra/db/schema.js';
 import { HttpError } from './errors.js';
+import type { PendingWrites } from './pendingWrites.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,10 +39,21 @@ export function tenantAuth(db: Kysely<Database>) {
 /**
  * Scopes the routes of a plugin to the tenant of the bearer key: declares `request.tenantId` (fastify's
  * decorateRequest, so every request object has the same shape) and sets it before any handler runs (401 otherwise).
+ * With `after`, a handler runs once the tenant's writes the gateway finishes after answering (pendingWrites.ts) are
+ * done: the tenant reads what it was answered, and writes after it.
  */
-export function requireTenant(app: FastifyInstance, db: Kysely<Database>): void {
+export function requireTenant(app: FastifyInstance, db: Kysely<Database>, after?: PendingWrites): void {
   app.decorateRequest('tenantId', '');
-  app.addHook('preHandler', tenantAuth(db));
+  const auth = tenantAuth(db);
+  app.addHook(
+    'preHandler',
+    after
+      ? async (request) => {
+          await auth(request);
+          await after.settledTenant(request.tenantId);
+        }
+      : auth,
+  );
 }
 
 export function adminAuth(adminKey: string | null) {

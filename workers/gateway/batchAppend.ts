@@ -25,6 +25,8 @@ export interface AppendDecideOptions {
   direct?: boolean;
   /** Where that transcript is kept between turns (transcriptCache.ts); without it, every row is read each turn. */
   transcripts?: TranscriptCache;
+  /** The key of the message the batch must follow (conversationAppend.ts `after`). */
+  after?: string;
 }
 
 export interface AppendDecided {
@@ -49,6 +51,7 @@ export async function appendAndDecide(
   let reading: TranscriptReading | null = null;
   const { turnId, transcripts } = options;
   await appendToConversation(db, tenantId, conversationId, batch.messages, {
+    ...(options.after !== undefined ? { after: options.after } : {}),
     settle: (result, head) => {
       const stored = storedBatchOf(result, batch);
       const verdict = decideNotification(head, stored, { loud: options.loud, turnFollows: options.direct === true });

@@ -34,6 +34,7 @@ import { type AppendDecideOptions, appendAndDecide } from './batchAppend.js';
 import { type ChatRequest, type ChatTurnReply, ChatTurns, type TurnMetrics } from './chatTurns.js';
 import { InvalidRequestError } from './errors.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
+import { PendingWrites } from './pendingWrites.js';
 import type { TurnWaits } from './turnWaits.js';
 
 export interface ConversationStart {
@@ -105,6 +106,8 @@ export class Conversations {
   /** Workflow knobs remembered per conversation from its creation (tests pass them with `create`/`submit`). */
   private readonly knobs = new Map<string, ConversationStart>();
   private readonly turns: ChatTurns;
+  /** What the gateway still writes after it answered (pendingWrites.ts): later requests wait for it. */
+  readonly pendingWrites = new PendingWrites();
 
   constructor(
     readonly db: Kysely<Database>,
@@ -211,19 +214,25 @@ export class Conversations {
     return (await this.submitDecided(tenantId, conversationId, batch, start)).stored;
   }
 
-  /** `submit`; `decided`: this batch and every one before it are decided on (quiet), so nothing is due. */
+  /**
+   * `submit`; `decided`: this batch and every one before it are decided on (quiet), so nothing is due. `options`:
+   * `absent` — the caller found no such conversation (it is created without looking again; creation is idempotent);
+   * `after` — the key of the message the batch must follow (else it stores nothing: `stored.seq` null).
+   */
   async submitDecided(
     tenantId: string,
     conversationId: string,
     batch: SubmitMessages,
     start?: ConversationStart,
+    options: { absent?: boolean; after?: string } = {},
   ): Promise<{ stored: StoredBatch; head: ConversationRow; decided: boolean }> {
     const problem = validateSubmit(batch);
     if (problem) throw new InvalidRequestError(problem);
-    if (start && !(await getConversation(this.db, tenantId, conversationId))) {
+    if (start && (options.absent === true || !(await getConversation(this.db, tenantId, conversationId)))) {
       await this.create(tenantId, conversationId, start);
     }
-    const { stored, head, decision } = await this.append(tenantId, conversationId, batch);
+    const after = options.after !== undefined ? { after: options.after } : {};
+    const { stored, head, decision } = await this.append(tenantId, conversationId, batch, after);
     if (decision.notify) {
       const notified = decision.notification ? { ...stored, notification: decision.notification } : stored;
       await this.temporal.notify(inputOf(tenantId, head, this.knobsOf(tenantId, conversationId, start)), notified);

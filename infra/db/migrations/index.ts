@@ -13,6 +13,7 @@ import * as m0010 from './0010_search_plan_reuse.js';
 import * as m0011 from './0011_notified_since.js';
 import * as m0012 from './0012_inline_indexed_text.js';
 import * as m0013 from './0013_client_compaction.js';
+import * as m0014 from './0014_last_key.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0011_notified_since': m0011,
   '0012_inline_indexed_text': m0012,
   '0013_client_compaction': m0013,
+  '0014_last_key': m0014,
 };
 
 export const migrationProvider: MigrationProvider = {

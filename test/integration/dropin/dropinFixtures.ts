@@ -1,5 +1,6 @@
 // Shared by the drop-in tests (issue #12): a gateway with the fake OpenAI server behind it and the official SDK
 // pointed at it, and what the gateway stores of a conversation, as a client reads it back.
+import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
@@ -54,3 +55,9 @@ export async function storedMessages(
   expect(res.status, res.text).toBe(200);
   return res.json.messages.map((m: { message: Record<string, any> }) => m.message);
 }
+
+/** A new conversation's opening: a system prompt unique to the test (its own derived conversation) and a question. */
+export const capitalQuestion = (): OpenAI.Chat.ChatCompletionMessageParam[] => [
+  { role: 'system', content: `You are terse. ${randomUUID()}` },
+  { role: 'user', content: 'What is the capital of France?' },
+];

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
-import { openAIDropinForFile, storedMessages } from './dropinFixtures.js';
+import { capitalQuestion, openAIDropinForFile, storedMessages } from './dropinFixtures.js';
 
 const dropin = openAIDropinForFile();
 
@@ -17,10 +17,7 @@ describe('POST /v1/chat/completions', () => {
   it('stores each message once; never compacted, the provider gets the client’s request byte for byte', async () => {
     const { key } = await dropin.gw.tenant();
     const client = dropin.sdk(key);
-    const history: Message[] = [
-      { role: 'system', content: `You are terse. ${randomUUID()}` },
-      { role: 'user', content: 'What is the capital of France?' },
-    ];
+    const history: Message[] = capitalQuestion();
     dropin.openai.enqueue(reply('Paris.'));
     const first = await client.chat.completions.create({ model: 'gpt-test', messages: history, temperature: 0.2 });
     expect(first.choices[0]?.message.content).toBe('Paris.');

@@ -75,6 +75,30 @@ async function compactInPlace(
   });
 }
 
+/** Compaction #1 of the conversation over `rowIds`, committed as a rotation with `output` (its summary first). */
+async function compactByRotation(conv: string, oldSessionId: string, rowIds: number[], output: ChatMessage[]) {
+  const compactionId = uniqueId('compact');
+  await createCompactionRecord(testDb.db, TENANT, {
+    id: compactionId,
+    sessionId: oldSessionId,
+    conversationId: conv,
+    seq: 1,
+    trigger: 'manual',
+    inPlace: false,
+  });
+  return commitRotation(testDb.db, TENANT, {
+    compactionId,
+    oldSessionId,
+    newSessionId: uniqueId('rotated'),
+    expectedRowIds: rowIds,
+    output,
+    summaryIndex: 0,
+    summaryBody: 'earlier',
+    fallbackUsed: false,
+    stats: statsFor('earlier'),
+  });
+}
+
 describe('conversation records and appends', () => {
   it('create is idempotent; each fresh batch bumps version and batch_seq and adds to the totals', async () => {
     const conv = await newConversation();
@@ -157,30 +181,71 @@ describe('conversation records and appends', () => {
     const before = await getConversation(testDb.db, TENANT, conv);
     const seed = [user('q1'), assistant('a1'), user('q2'), assistant('a2'), user('q3')];
     const appended = await appendToConversation(testDb.db, TENANT, conv, keyed(seed, 'seed'));
-    const compactionId = uniqueId('compact');
-    await createCompactionRecord(testDb.db, TENANT, {
-      id: compactionId,
-      sessionId: before!.current_session_id,
-      conversationId: conv,
-      seq: 1,
-      trigger: 'manual',
-      inPlace: false,
-    });
-    const rotated = await commitRotation(testDb.db, TENANT, {
-      compactionId,
-      oldSessionId: before!.current_session_id,
-      newSessionId: uniqueId('rotated'),
-      expectedRowIds: appended.appended.map((r) => r.id),
-      output: [assistant(summaryText('earlier')), user('q3')],
-      summaryIndex: 0,
-      summaryBody: 'earlier',
-      fallbackUsed: false,
-      stats: statsFor('earlier'),
-    });
+    const rotated = await compactByRotation(
+      conv,
+      before!.current_session_id,
+      appended.appended.map((r) => r.id),
+      [assistant(summaryText('earlier')), user('q3')],
+    );
     expect((await getConversation(testDb.db, TENANT, conv))!.current_session_id).toBe(rotated.sessionId);
     const dup = await appendToConversation(testDb.db, TENANT, conv, keyed(seed, 'seed'));
     expect(dup.appended).toEqual([]);
     expect(dup.sessionId).toBe(rotated.sessionId);
+  });
+
+  it('`after`: stored only right after the newest keyed message, a rotation’s unkeyed copies between or not', async () => {
+    const conv = await newConversation();
+    const before = await getConversation(testDb.db, TENANT, conv);
+    expect(before!.last_key).toBeNull();
+    await appendToConversation(testDb.db, TENANT, conv, keyed([user('q1'), assistant('a1'), user('q2')], 'c'));
+    expect((await getConversation(testDb.db, TENANT, conv))!.last_key).toBe('c:2');
+
+    // Something else was stored after the message it follows: nothing is, not even partly.
+    const stale = await appendToConversation(
+      testDb.db,
+      TENANT,
+      conv,
+      [{ message: assistant('late'), idempotencyKey: 'r:1' }],
+      {
+        after: 'c:1',
+      },
+    );
+    expect(stale.stale).toBe(true);
+    expect(stale.appended).toEqual([]);
+    const rows = await loadTranscript(testDb.db, TENANT, before!.current_session_id);
+    const rotated = await compactByRotation(
+      conv,
+      before!.current_session_id,
+      rows.map((r) => r.id),
+      [assistant(summaryText('earlier')), user('q2')],
+    );
+    // The rotation's copies carry no key: the newest keyed message is still q2's.
+    expect((await getConversation(testDb.db, TENANT, conv))!.last_key).toBe('c:2');
+    const placed = await appendToConversation(
+      testDb.db,
+      TENANT,
+      conv,
+      [{ message: assistant('a2'), idempotencyKey: 'r:3' }],
+      {
+        after: 'c:2',
+      },
+    );
+    expect(placed.stale).toBeUndefined();
+    expect(placed.appended).toHaveLength(1);
+    // A duplicate is one whatever `after` says.
+    const again = await appendToConversation(
+      testDb.db,
+      TENANT,
+      conv,
+      [{ message: assistant('a2'), idempotencyKey: 'r:3' }],
+      {
+        after: 'c:0',
+      },
+    );
+    expect([again.stale, again.duplicates]).toEqual([undefined, ['r:3']]);
+    const transcript = await loadTranscript(testDb.db, TENANT, rotated.sessionId);
+    expect(transcript.map((r) => r.message.content)).toEqual([summaryText('earlier'), 'q2', 'a2']);
+    expect((await getConversation(testDb.db, TENANT, conv))!.last_key).toBe('r:3');
   });
 });
 
@@ -235,26 +300,12 @@ describe('lossless storage of content PostgreSQL cannot hold', () => {
     const seed = [user('q1'), assistant('a1'), user('q2'), assistant('a2'), user('q3')];
     const stored = await appendToConversation(testDb.db, TENANT, conv, keyed(seed, 'r'));
     const late = await appendToConversation(testDb.db, TENANT, conv, keyed([assistant('a3'), user('q4')], 'late'));
-    const compactionId = uniqueId('compact');
-    await createCompactionRecord(testDb.db, TENANT, {
-      id: compactionId,
-      sessionId: stored.sessionId,
-      conversationId: conv,
-      seq: 1,
-      trigger: 'manual',
-      inPlace: false,
-    });
-    const outcome = await commitRotation(testDb.db, TENANT, {
-      compactionId,
-      oldSessionId: stored.sessionId,
-      newSessionId: uniqueId('rot'),
-      expectedRowIds: stored.appended.map((r) => r.id),
-      output: [assistant(summaryText('earlier')), user('q3')],
-      summaryIndex: 0,
-      summaryBody: 'earlier',
-      fallbackUsed: false,
-      stats: statsFor('earlier'),
-    });
+    const outcome = await compactByRotation(
+      conv,
+      stored.sessionId,
+      stored.appended.map((r) => r.id),
+      [assistant(summaryText('earlier')), user('q3')],
+    );
     const transcript = await loadTranscript(testDb.db, TENANT, outcome.sessionId);
     expect(transcript.map((r) => r.message.content)).toEqual([summaryText('earlier'), 'q3', 'a3', 'q4']);
     expect(transcript.slice(2).map((r) => r.id)).toEqual(late.appended.map((r) => r.id));

@@ -3,8 +3,9 @@
 // before the provider is called — and every decision due for it is taken (at commit when the batches are quiet,
 // else by the workflow, waited for: the hygiene pre-step of SPEC §11 included). The dialect then sends the provider
 // the client's own request while the conversation was never compacted, or the compacted transcript this returns,
-// and hands back the reply with its usage, stored after the history (or, for a history that is a strict prefix of
-// the stored one, as the branch a later request will find). A client's own compaction (clientCompaction.ts) goes
+// and hands back the reply with its usage, stored after the history — committed while the client reads it, right
+// after the history or not at all (the next request carries it again) — or, for a history that is a strict prefix
+// of the stored one, as the branch a later request will find. A client's own compaction (clientCompaction.ts) goes
 // to the provider as the client sent it, decides nothing and is recorded; the shorter history the client sends
 // after it becomes a new session of the same conversation (infra/db/clientCompaction.ts), and the workflow is told.
 import { randomBytes } from 'node:crypto';
@@ -166,6 +167,7 @@ export class DropinFlow {
           target.conversationId,
           { messages: batch },
           creates ? { ...start, parentSessionId: target.parentSessionId } : undefined,
+          { absent: creates },
         ),
       );
     }
@@ -255,6 +257,8 @@ export class DropinFlow {
     let prefix = this.dialect;
     let keys = historyKeys(prefix, history);
     for (let hop = 0, rekeyed = 0; hop <= MAX_LINEAGE_HOPS; hop++) {
+      // The reply of this conversation's previous request may still be committing (storeReply).
+      await this.conversations.pendingWrites.settled(tenantId, conversationId);
       const found = await storedHistoryKeys(db, tenantId, conversationId, prefix, keys);
       const { sessionId, present, stored } = found;
       const wanted = keyPrefix(this.dialect, found.floor);
@@ -306,8 +310,21 @@ export class DropinFlow {
     const replyItem = { message: reply, idempotencyKey: historyKey(target.prefix, history.length, reply) };
     const withUsage = usage ? { usage } : {};
     if (!target.branchFrom) {
-      await this.conversations.submit(tenantId, target.conversationId, { messages: [replyItem], ...withUsage });
-      return target.conversationId;
+      // Committed while the client reads it (pendingWrites.ts): its next request waits for the commit here, or
+      // carries the reply in its history anyway; on another gateway the reply lands only right after the history
+      // it answers (`after`), else the next request's copy is the one kept.
+      const after = history.length > 0 ? { after: target.keys[history.length - 1] as string } : {};
+      const { conversationId } = target;
+      this.conversations.pendingWrites.add(tenantId, conversationId, () =>
+        this.conversations.submitDecided(
+          tenantId,
+          conversationId,
+          { messages: [replyItem], ...withUsage },
+          undefined,
+          after,
+        ),
+      );
+      return conversationId;
     }
     // The branch a later request finds: it diverges from the stored history at the reply.
     const branch = branchConversationId(target.conversationId, [...history, reply], history.length + 1);

@@ -46,7 +46,7 @@ export function replyOfResponse(response: Pick<ResponseObject, 'output'>): ChatM
   return fromResponsesInput(undefined, response.output)[0] ?? { role: 'assistant', content: '' };
 }
 
-/** The client's events as the provider sent them; the reply (from `response.completed`) is stored before the last. */
+/** The client's events as the provider sent them; the reply (from `response.completed`) goes to the store first. */
 async function* relay(events: AsyncIterable<ResponseStreamEvent>, store: StoreReply): AsyncGenerator<string> {
   try {
     for await (const event of events) {

@@ -44,7 +44,7 @@ export class StreamedReply {
     return { ...body, stream: true, stream_options: { ...options, include_usage: true } };
   }
 
-  /** The client's events; the reply is stored before `[DONE]`, so the next request finds it. */
+  /** The client's events; the reply goes to the store before `[DONE]` (the next request waits for its commit). */
   async *relay(chunks: AsyncIterable<ChatCompletionChunk>, store: StoreReply): AsyncGenerator<string> {
     let content: string | null = null;
     const calls: Array<{ id: string; name: string; arguments: string }> = [];

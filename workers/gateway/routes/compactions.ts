@@ -22,7 +22,7 @@ export function compactionRoutes(deps: {
   conversations: Conversations;
 }): FastifyPluginAsyncTypebox {
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db);
+    requireTenant(app, deps.readDb ?? deps.db, deps.conversations.pendingWrites);
 
     app.get(
       '/v1/compactions',

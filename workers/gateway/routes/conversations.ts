@@ -52,7 +52,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
   const { conversations } = deps;
 
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db);
+    requireTenant(app, deps.readDb ?? deps.db, deps.conversations.pendingWrites);
 
     app.post(
       '/v1/conversations',

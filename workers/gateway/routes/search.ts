@@ -11,6 +11,7 @@ import type { Database } from '../../../infra/db/schema.js';
 import { searchMessages } from '../../../infra/db/search/index.js';
 import type { Metrics } from '../../../infra/metrics/registry.js';
 import { requireTenant } from '../auth.js';
+import type { PendingWrites } from '../pendingWrites.js';
 
 /** Both forms of a search request: lists as comma-separated text (querystring) or as arrays (JSON body). */
 type SearchRequest = SearchQuery | SearchBody;
@@ -29,6 +30,7 @@ export function searchRoutes(deps: {
   db: Kysely<Database>;
   readDb?: Kysely<Database>;
   metrics: Metrics;
+  conversations: { pendingWrites: PendingWrites };
 }): FastifyPluginAsyncTypebox {
   async function run(tenantId: string, q: SearchRequest) {
     const end = deps.metrics.searchDuration.startTimer({ path: routeQuery(q.q) });
@@ -52,7 +54,7 @@ export function searchRoutes(deps: {
   }
 
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db);
+    requireTenant(app, deps.readDb ?? deps.db, deps.conversations.pendingWrites);
     const summary =
       'Search the tenant’s messages (Latin via tsvector, CJK via trigram/bigram + LIKE), archived included';
     app.get(
