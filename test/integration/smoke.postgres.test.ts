@@ -57,6 +57,7 @@ describe('migrations', () => {
       '0011_notified_since',
       '0012_inline_indexed_text',
       '0013_client_compaction',
+      '0014_last_key',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -97,6 +98,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0014_last_key', 'Success'],
       ['0013_client_compaction', 'Success'],
       ['0012_inline_indexed_text', 'Success'],
       ['0011_notified_since', 'Success'],
@@ -111,8 +113,44 @@ describe('0010 down and up again', () => {
       '0011_notified_since',
       '0012_inline_indexed_text',
       '0013_client_compaction',
+      '0014_last_key',
     ]);
     expect(await answers()).toEqual(before);
+  });
+});
+
+describe('0014 on conversations stored before it', () => {
+  it('gives each the key of its newest keyed message, none to one without', async () => {
+    const migrator = new Migrator({ db: testDb.db, provider: migrationProvider });
+    expect((await migrator.migrateTo('0013_client_compaction')).error).toBeUndefined();
+    await testDb.db.insertInto('tenants').values({ id: 'tenant-0014', name: 'tenant-0014' }).execute();
+    for (const [conversation, keys] of [
+      ['keyed', ['k:0', null, 'k:2', null]],
+      ['unkeyed', [null]],
+    ] as const) {
+      await sql`INSERT INTO sessions (tenant_id, id, conversation_id) VALUES ('tenant-0014', ${`s-${conversation}`}, ${conversation})`.execute(
+        testDb.db,
+      );
+      await sql`INSERT INTO conversations (tenant_id, id, current_session_id, model, source)
+                VALUES ('tenant-0014', ${conversation}, ${`s-${conversation}`}, 'acme-chat', 'api')`.execute(testDb.db);
+      for (const key of keys) {
+        await sql`INSERT INTO messages (tenant_id, session_id, conversation_id, role, content, idempotency_key)
+                  VALUES ('tenant-0014', ${`s-${conversation}`}, ${conversation}, 'user', 'x', ${key})`.execute(
+          testDb.db,
+        );
+      }
+    }
+    expect((await migrateToLatest(testDb.db)).applied).toEqual(['0014_last_key']);
+    const rows = await testDb.db
+      .selectFrom('conversations')
+      .select(['id', 'last_key'])
+      .where('tenant_id', '=', 'tenant-0014')
+      .orderBy('id')
+      .execute();
+    expect(rows).toEqual([
+      { id: 'keyed', last_key: 'k:2' },
+      { id: 'unkeyed', last_key: null },
+    ]);
   });
 });
 

@@ -4,7 +4,6 @@
 // needs the workflow (chat turns, manual compaction, model switch) is accepted within a bounded time or refused as
 // unavailable.
 import { randomBytes } from 'node:crypto';
-import { isDeepStrictEqual } from 'node:util';
 import type { Kysely } from 'kysely';
 import { createTurnRunner, type RespondDeps } from '../../activities/respond.js';
 import { type ConversationClient, TemporalUnavailableError } from '../../clients/conversationClient.js';
@@ -20,21 +19,19 @@ import type {
 } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
-import { type CompressionConfig, resolveUsableContextLength } from '../../engine/index.js';
-import { resolveTenantCompressionConfig } from '../../infra/config/tenantPolicy.js';
+import { resolveUsableContextLength } from '../../engine/index.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import { createConversation, getConversation, waitApplied } from '../../infra/db/conversations.js';
 import { openNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
-import { getTenantPolicy } from '../../infra/db/tenants.js';
-import { startingQuietRules } from '../../workflows/conversation/quiet.js';
 import { newSessionId } from '../../workflows/ids.js';
 import { type AppendDecideOptions, appendAndDecide } from './batchAppend.js';
 import { type ChatRequest, type ChatTurnReply, ChatTurns, type TurnMetrics } from './chatTurns.js';
 import { InvalidRequestError } from './errors.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
 import { PendingWrites } from './pendingWrites.js';
+import { type StartingRulesBase, startingRules, startingRulesHold } from './startingRules.js';
 import type { TurnWaits } from './turnWaits.js';
 
 export interface ConversationStart {
@@ -50,7 +47,8 @@ export interface ConversationStart {
   gapWaitMs?: number;
 }
 
-export interface ConversationsOptions {
+/** `baseConfig`: the deployment's compression configuration, for a new conversation's rules (startingRules.ts). */
+export interface ConversationsOptions extends StartingRulesBase {
   /** How long `sync` (wait: true, prepared context) waits for the workflow before answering unavailable. */
   waitTimeoutMs?: number;
   /** Why the agent turn cannot run for a conversation (chatProviderProblem of infra/llm), or null. */
@@ -60,11 +58,7 @@ export interface ConversationsOptions {
    * notification path itself and for debugging with every batch in the workflow's history.
    */
   notifyEveryBatch?: boolean;
-  /**
-   * The deployment's compression configuration (config.yaml): with it, a new conversation gets the quiet rules of
-   * its tenant's policy at creation, so that its first batches need not wait for the workflow's first publication.
-   */
-  baseConfig?: CompressionConfig;
+
   /** The pool reads use (status, waits): its own connections, never queued behind writes. Default: the write pool. */
   readDb?: Kysely<Database>;
   /**
@@ -148,7 +142,7 @@ export class Conversations {
   /** Creates the conversation (PostgreSQL) and starts its workflow; idempotent for a given id. */
   async create(tenantId: string, conversationId: string, start: ConversationStart): Promise<ConversationRow> {
     validateModelChoice(start);
-    const quietRules = await this.startingRules(tenantId, start);
+    const quietRules = await startingRules(this.db, this.options, tenantId, start);
     const { conversation } = await createConversation(this.db, tenantId, {
       quietRules,
       id: conversationId,
@@ -171,33 +165,6 @@ export class Conversations {
   async ensureWorkflow(tenantId: string, row: ConversationRow): Promise<void> {
     if (row.state !== null) return;
     await this.temporal.start(inputOf(tenantId, row, this.knobsOf(tenantId, row.id)));
-  }
-
-  /**
-   * The starting rules the conversation's batches were judged by are the ones its tenant's policy gives now: a
-   * policy changed in the instant it was created leaves them stale until the workflow's first publication.
-   */
-  private async startingRulesHold(tenantId: string, row: ConversationRow): Promise<boolean> {
-    if (row.quiet_rules === null) return false;
-    const window = { model: row.model, provider: row.provider, contextLength: row.context_length };
-    const current = await this.startingRules(tenantId, window);
-    if (!current) return false;
-    // Compared as stored (JSON drops undefined fields), whatever the epoch since.
-    const asStored = JSON.parse(JSON.stringify({ ...current, epoch: row.quiet_rules.epoch }));
-    return isDeepStrictEqual(asStored, row.quiet_rules);
-  }
-
-  private async startingRules(tenantId: string, start: ConversationStart) {
-    const base = this.options.baseConfig;
-    if (!base) return null;
-    // A policy changed meanwhile bumps the conversations' epochs; one created in that instant keeps these rules
-    // until the workflow's first publication, which always reflects the policy it loaded.
-    const policy = await getTenantPolicy(this.db, tenantId);
-    const model = { model: start.model, provider: start.provider ?? null };
-    return startingQuietRules(resolveTenantCompressionConfig(base, policy?.policy ?? {}), {
-      ...model,
-      contextLength: resolveUsableContextLength(model.model, model.provider, start.contextLength ?? null),
-    });
   }
 
   /**
@@ -282,7 +249,11 @@ export class Conversations {
    */
   async syncForRead(tenantId: string, conversationId: string): Promise<PublishedStatus> {
     const row = await this.require(tenantId, conversationId);
-    if (row.state === null && row.applied_seq >= row.batch_seq && (await this.startingRulesHold(tenantId, row))) {
+    if (
+      row.state === null &&
+      row.applied_seq >= row.batch_seq &&
+      (await startingRulesHold(this.db, this.options, tenantId, row))
+    ) {
       return statusOf(tenantId, row);
     }
     return this.sync(tenantId, conversationId);
