@@ -15,6 +15,7 @@ import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/
 import type { Database } from '../infra/db/schema.js';
 import { READ_ONLY, withTenant } from '../infra/db/tenant.js';
 import { insertTurn, selectTurn, turnUsage } from '../infra/db/turns.js';
+import { TurnTextPublisher } from '../infra/db/turnText.js';
 import { chatCompletion } from '../infra/llm/chat.js';
 import { createProviderClient } from '../infra/llm/clients.js';
 import {
@@ -47,6 +48,8 @@ export interface RespondInput {
   turnKey: string;
   tools: ChatTool[] | null;
   afterCompactionId: string | null;
+  /** Publish the reply's text as the provider writes it, for the gateway that streams the turn (turnText.ts). */
+  relay?: boolean;
 }
 
 export interface RespondResult {
@@ -242,7 +245,12 @@ export function createRespondActivities(deps: RespondDeps) {
     async respond(input: RespondInput): Promise<RespondResult> {
       const start = await turns.startingPoint(input);
       if ('stored' in start) return start.stored;
-      const answer = await turns.call(input, start.rows, { signal: Context.current().cancellationSignal });
+      const { cancellationSignal: signal, info } = Context.current();
+      // A retry's text starts over: its attempt number says so to the gateway.
+      const relay = input.relay ? new TurnTextPublisher(deps.db, input.turnKey, info.attempt) : null;
+      const answer = await turns
+        .call(input, start.rows, { signal, ...(relay ? { onText: (delta: string) => relay.push(delta) } : {}) })
+        .finally(() => relay?.close());
       const stored = await turns.store(input, answer);
       if (stored) return stored.result;
       const again = await turns.storedTurn(input);

@@ -76,6 +76,8 @@ export interface ChatTurnRequest {
   batch: StoredBatch;
   /** OpenAI-shaped function tools offered to the model. */
   tools?: ChatTool[];
+  /** A client streams the turn: the model call publishes the reply's text as it is written (infra/db/turnText.ts). */
+  relay?: boolean;
 }
 
 /** Token usage of one model call. `prompt_tokens` is the whole input: uncached + cache reads + cache writes. */

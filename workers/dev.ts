@@ -19,6 +19,7 @@ import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb, READ_CONNECTIONS } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
+import { TurnTextListener } from '../infra/db/turnText.js';
 import { chatProviderProblem } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
 import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
@@ -109,6 +110,10 @@ stops.unshift(
 
 const connection = await Connection.connect({ address: server.address });
 const key = adminKey();
+// On a server, the text of streamed turns the worker runs is relayed over LISTEN/NOTIFY (infra/db/turnText.ts); the
+// embedded database serves one connection, so there such a turn's text comes once stored.
+const turnText = maxConnections > 1 ? new TurnTextListener(databaseUrl) : undefined;
+if (turnText) stops.unshift(step('PostgreSQL turn text listener', () => turnText.close()));
 const app = await buildGateway({
   db,
   readDb,
@@ -118,6 +123,7 @@ const app = await buildGateway({
     chatProblem: (row) => chatProviderProblem(llm.providers ?? null, row.provider, process.env),
     baseConfig: config.compression,
     turns: respondDepsFrom(llm),
+    ...(turnText ? { turnText } : {}),
   }),
   metrics,
   adminKey: key,

@@ -10,6 +10,7 @@ import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb, READ_CONNECTIONS } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
+import { TurnTextListener } from '../infra/db/turnText.js';
 import { chatProviderProblem, parseProvidersConfig } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
@@ -32,6 +33,8 @@ const connection = Connection.lazy({
 });
 const temporal = new ConversationClient(connection, { namespace: env.TEMPORAL_NAMESPACE });
 const metrics = createMetrics({ db });
+// The text of streamed turns the worker runs reaches this process over one LISTEN connection (infra/db/turnText.ts).
+const turnText = new TurnTextListener(databaseUrl);
 const app = await buildGateway({
   db,
   readDb,
@@ -41,6 +44,7 @@ const app = await buildGateway({
     chatProblem: (row) => chatProviderProblem(providers, row.provider, process.env),
     baseConfig: config.compression,
     turns: respondDepsFrom({ providers, cacheTtl: config.promptCaching.cacheTtl }),
+    turnText,
   }),
   metrics,
   adminKey: env.DURABLE_CONTEXT_ADMIN_KEY,
@@ -54,6 +58,7 @@ const app = await buildGateway({
 handleShutdown([
   closeHttp(app),
   { name: 'Temporal connection', run: () => connection.close() },
+  { name: 'PostgreSQL turn text listener', run: () => turnText.close() },
   { name: 'PostgreSQL pool', run: () => db.destroy() },
   { name: 'PostgreSQL read pool', run: () => readDb.destroy() },
 ]);

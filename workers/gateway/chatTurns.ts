@@ -26,6 +26,7 @@ import { getConversationAndRow, waitApplied } from '../../infra/db/conversations
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import { type TurnRecord, turnUsage } from '../../infra/db/turns.js';
+import { orderedPieces, type TurnTextListener } from '../../infra/db/turnText.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
 import type { AppendDecided, AppendDecideOptions } from './batchAppend.js';
 import { type RunOutcome, runDirectTurn } from './directTurn.js';
@@ -63,9 +64,9 @@ export interface TurnHost {
 export interface TurnObserver {
   /** The request's messages are stored (committed); the turn goes on. */
   accepted(): void;
-  /** A piece of the reply's text, from a model call running here. */
+  /** A piece of the reply's text, from a model call running here or relayed from the workflow's. */
   text(delta: string): void;
-  /** The text heard so far came from a model call that failed transiently: the workflow runs the turn again. */
+  /** The text heard so far came from a model call that failed transiently: the turn runs again. */
   discard(): void;
 }
 
@@ -83,16 +84,29 @@ export class ChatTurns {
 
   private readonly waits: Required<TurnWaits>;
   private readonly metrics: TurnMetrics | undefined;
+  private readonly relay: TurnTextListener | undefined;
 
-  /** `runner`: runs turns here when the rules allow; null: the workflow runs every turn. */
+  /**
+   * `runner`: runs turns here when the rules allow; null: the workflow runs every turn. `relay`: where the text of a
+   * streamed turn the workflow runs is heard (infra/db/turnText.ts); without it, that text comes once stored.
+   */
   constructor(
     private readonly host: TurnHost,
     private readonly runner: TurnRunner | null,
-    options: { waits?: TurnWaits; metrics?: TurnMetrics } = {},
+    options: { waits?: TurnWaits; metrics?: TurnMetrics; relay?: TurnTextListener } = {},
   ) {
     const waits = options.waits ?? {};
     this.waits = { unknownMs: waits.unknownMs ?? 250, judgedMs: waits.judgedMs ?? 100 };
     this.metrics = options.metrics;
+    this.relay = options.relay;
+  }
+
+  /** Relays the text of the workflow's model call for the turn to a streamed request; null when nothing listens. */
+  private async listen(turnId: string, observer: TurnObserver | undefined): Promise<(() => Promise<void>) | null> {
+    if (!observer || !this.relay) return null;
+    const pieces = orderedPieces({ text: (text) => observer.text(text), restart: () => observer.discard() });
+    // A listener that cannot connect leaves the stream as without one: the text once stored.
+    return this.relay.subscribe(turnId, pieces).catch(() => null);
   }
 
   async chatTurn(tenantId: string, conversationId: string, request: ChatRequest): Promise<ChatTurnReply> {
@@ -222,12 +236,18 @@ export class ChatTurns {
     }
     await host.ensureWorkflow(tenantId, row);
     this.count('workflow');
-    const outcome = await host.temporal.chatTurn(tenantId, conversationId, {
-      turnId,
-      batch: withNotification(appended),
-      ...(request.tools ? { tools: request.tools } : {}),
-    });
-    return { outcome };
+    const unlisten = await this.listen(turnId, observer);
+    try {
+      const outcome = await host.temporal.chatTurn(tenantId, conversationId, {
+        turnId,
+        batch: withNotification(appended),
+        ...(request.tools ? { tools: request.tools } : {}),
+        ...(unlisten ? { relay: true } : {}),
+      });
+      return { outcome };
+    } finally {
+      await unlisten?.();
+    }
   }
 }
 

@@ -25,6 +25,7 @@ import { createConversation, getConversation, waitApplied } from '../../infra/db
 import { openNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
+import type { TurnTextListener } from '../../infra/db/turnText.js';
 import { newSessionId } from '../../workflows/ids.js';
 import { type AppendDecideOptions, appendAndDecide } from './batchAppend.js';
 import { type ChatRequest, type ChatTurnReply, ChatTurns, type TurnMetrics } from './chatTurns.js';
@@ -70,6 +71,8 @@ export interface ConversationsOptions extends StartingRulesBase {
   turnWaits?: TurnWaits;
   /** Where chat turns ran and how long they waited for rules (the process's /metrics). */
   turnMetrics?: TurnMetrics;
+  /** Hears the text of streamed turns the workflow runs (infra/db/turnText.ts); without it, it comes once stored. */
+  turnText?: TurnTextListener;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -112,6 +115,7 @@ export class Conversations {
     this.turns = new ChatTurns(this, options.turns ? createTurnRunner({ ...options.turns, db }) : null, {
       ...(options.turnWaits ? { waits: options.turnWaits } : {}),
       ...(options.turnMetrics ? { metrics: options.turnMetrics } : {}),
+      ...(options.turnText ? { relay: options.turnText } : {}),
     });
   }
 

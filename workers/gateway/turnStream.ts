@@ -1,11 +1,12 @@
 // `respond: true` with `stream: true` on the messages route (issue #12): the agent turn as Server-Sent Events.
 // Nothing is streamed before the request's messages are stored: a refusal before that (bad input, an unknown
 // conversation, a reused key, no provider, an outage) is the route's usual JSON error with its status. Then, in order:
-// `accepted` (the messages are committed), the reply's text as `delta` events while the model call runs in the
-// gateway, then `reply` — the body the request answers without `stream` — and the stream ends. A turn the workflow
-// runs (a compaction due before it, or a model call here that failed transiently, announced by `discard`: drop the
-// text heard so far) sends its text as one `delta` once the reply is stored. A failure after `accepted` is an
-// `error` event with the status and message the request would have answered. Comments keep a quiet connection open.
+// `accepted` (the messages are committed), the reply's text as `delta` events while the model call runs — in the
+// gateway, or in the worker for a turn the workflow runs (relayed, infra/db/turnText.ts) — then `reply`, the body
+// the request answers without `stream`, and the stream ends. A call that starts over is announced by `discard`: drop
+// the text heard so far; the deltas always add up to the stored reply's text (else `discard` and the text whole; it
+// comes whole, too, when nothing relayed it). A failure after `accepted` is an `error` event with the status and
+// message the request would have answered. Comments keep a quiet connection open.
 // A client that goes away loses nothing: the turn runs on, its reply is stored, and a retry with the same idempotency
 // keys answers it.
 import { PassThrough } from 'node:stream';
@@ -56,8 +57,13 @@ export async function streamTurn(
   void turn
     .then(
       (answer) => {
-        const text = answer.reply.content;
-        if (heard === '' && typeof text === 'string' && text !== '') write(sseFrame('delta', { content: text }));
+        // The deltas add up to the stored reply's text: what was heard otherwise (a relay that lost a piece) is
+        // discarded and the text sent whole.
+        const text = typeof answer.reply.content === 'string' ? answer.reply.content : '';
+        if (heard !== text) {
+          if (heard !== '') write(sseFrame('discard', { reason: 'the text heard differs from the stored reply' }));
+          if (text !== '') write(sseFrame('delta', { content: text }));
+        }
         write(sseFrame('reply', { accepted: accepted.accepted, ...answer }));
       },
       (err: unknown) => {

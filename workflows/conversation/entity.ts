@@ -312,6 +312,7 @@ export class ConversationEntity {
       turnKey: request.turnId,
       tools: request.tools ?? null,
       afterCompactionId: state.cache.watching?.compactionId ?? null,
+      ...(request.relay ? { relay: true } : {}),
     });
     absorbTotals(state, result.totals);
     // The reply's batch is decided here (its post-response check follows): no gap behind it, one more decided batch.

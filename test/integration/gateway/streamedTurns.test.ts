@@ -1,7 +1,8 @@
 // `respond: true` with `stream: true` on the messages route (issue #12, workers/gateway/turnStream.ts): the reply's
 // text arrives as the model writes it (OpenAI and Anthropic providers, the real SDKs streaming from the fakes), the
-// stream ends with the stored reply; refusals before the messages are stored stay JSON errors, failures after them
-// are error events; a model call that breaks off mid-stream is discarded and the workflow's retry answers.
+// stream ends with the stored reply; a turn the workflow runs is relayed from the worker's model call (LISTEN/NOTIFY);
+// refusals before the messages are stored stay JSON errors, failures after them are error events; a model call that
+// breaks off mid-stream is discarded and the retry's text follows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
@@ -93,20 +94,23 @@ async function stored(key: string, conversationId: string): Promise<Array<Record
   return res.json.messages;
 }
 
+const FIRST = 'Ready when you are: all nine nodes answer.';
+
 /**
- * The conversation's first turn, streamed: the workflow's (the tenant's `background` policy is unknown until its
- * first publication, workflows/conversation/quiet.ts), so its text comes as one delta once the reply is stored.
- * Later turns run in the gateway, streamed from the provider.
+ * The conversation's first turn, streamed: the workflow runs it (the tenant's `background` policy is unknown until
+ * its first publication, workflows/conversation/quiet.ts) and its model call, in the worker, publishes the text as
+ * it is written; the gateway relays it (infra/db/turnText.ts). Later turns run in the gateway.
  */
 async function firstTurn(key: string, conv: string, upstream: OpenAIFake | AnthropicFake): Promise<void> {
-  upstream.enqueue(reply('Ready.', { eventGapMs: 50 }));
+  upstream.enqueue(reply(FIRST, { eventGapMs: 60 }));
   const res = await streamTurn(key, conv, { messages: user('Are you there?', 'first') }, upstream);
-  expect(res.events.map((e) => [e.event, e.data.content])).toEqual([
-    ['accepted', undefined],
-    ['delta', 'Ready.'],
-    ['reply', undefined],
-  ]);
-  expect(res.events[2]?.data.reply.content).toBe('Ready.');
+  const pieces = deltas(res.events);
+  expect(pieces.length).toBeGreaterThan(1);
+  expect(pieces.join('')).toBe(FIRST);
+  // Relayed while the provider was still writing the rest.
+  expect(res.events.find((e) => e.event === 'delta')?.upstreamStreaming).toBe(1);
+  expect(res.events.map((e) => e.event)).toEqual(['accepted', ...pieces.map(() => 'delta'), 'reply']);
+  expect(res.events.at(-1)?.data.reply.content).toBe(FIRST);
 }
 
 describe('a streamed chat turn', () => {
@@ -114,7 +118,7 @@ describe('a streamed chat turn', () => {
     const { key } = await gw.tenant();
     const conv = await conversation(key, 'gpt-test', 'openai');
     await firstTurn(key, conv, openai);
-    expect(openai.chatRequests().at(-1)?.body.stream).toBeUndefined(); // the workflow's call
+    expect(openai.chatRequests().at(-1)?.body.stream).toBe(true); // the workflow's call, streamed for the relay
     const text = 'The rollout finished cleanly on all nine nodes.';
     openai.enqueue(reply(text, { eventGapMs: 120 }));
     const res = await streamTurn(key, conv, { messages: user('How did the rollout go?', 'u1') }, openai);
@@ -139,7 +143,7 @@ describe('a streamed chat turn', () => {
     const sent = openai.chatRequests().at(-1)?.body;
     expect(sent).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     const rows = await stored(key, conv);
-    expect(rows.map((r) => r.message.content)).toEqual(['Are you there?', 'Ready.', 'How did the rollout go?', text]);
+    expect(rows.map((r) => r.message.content)).toEqual(['Are you there?', FIRST, 'How did the rollout go?', text]);
     expect(rows[3]?.id).toBe(last.data.replyMessageId);
     const status = await gw.call('GET', `/v1/conversations/${conv}/status`, key);
     expect(status.json.lastPromptTokens).toBe(1_200);
@@ -198,7 +202,7 @@ describe('a streamed chat turn', () => {
     expect((await stored(key, conv)).map((r) => r.message.content)).toEqual(['Hello there']);
   });
 
-  it('discards the text of a model call that broke off; the workflow’s retry answers as one delta', async () => {
+  it('discards the text of a model call that broke off; the workflow’s retry is relayed', async () => {
     const { key } = await gw.tenant();
     const conv = await conversation(key, 'gpt-test', 'openai');
     await firstTurn(key, conv, openai);
@@ -209,15 +213,33 @@ describe('a streamed chat turn', () => {
     const names = res.events.map((e) => e.event);
     const discardAt = names.indexOf('discard');
     expect(discardAt).toBeGreaterThan(1); // text was heard before the call broke off
-    expect(names.slice(discardAt)).toEqual(['discard', 'delta', 'reply']);
-    expect(res.events[discardAt + 1]?.data.content).toBe(retried);
+    expect(names.at(-1)).toBe('reply');
+    expect(names.slice(discardAt + 1, -1).every((n) => n === 'delta')).toBe(true);
+    expect(deltas(res.events.slice(discardAt)).join('')).toBe(retried);
     expect(res.events.at(-1)?.data.reply.content).toBe(retried);
     expect((await stored(key, conv)).map((r) => r.message.content)).toEqual([
       'Are you there?',
-      'Ready.',
+      FIRST,
       'Are the replicas healthy?',
       retried,
     ]);
+  });
+
+  it('a retry of the workflow’s model call starts its text over', async () => {
+    const { key } = await gw.tenant();
+    const conv = await conversation(key, 'gpt-test', 'openai');
+    const retried = 'Ready: the second attempt answers.';
+    openai.enqueue(reply('Ready, though this attempt breaks off before', { eventGapMs: 40, cutAfterEvents: 4 }));
+    openai.enqueue(reply(retried, { eventGapMs: 20 }));
+    const res = await streamTurn(key, conv, { messages: user('Are you there?', 'first') }, openai);
+    const names = res.events.map((e) => e.event);
+    const discardAt = names.indexOf('discard');
+    expect(names.slice(0, 2)).toEqual(['accepted', 'delta']); // the first attempt's text, relayed
+    expect(discardAt).toBeGreaterThan(1);
+    expect(names.lastIndexOf('discard')).toBe(discardAt);
+    expect(deltas(res.events.slice(discardAt)).join('')).toBe(retried);
+    expect(res.events.at(-1)).toMatchObject({ event: 'reply', data: { reply: { content: retried } } });
+    expect((await stored(key, conv)).map((r) => r.message.content)).toEqual(['Are you there?', retried]);
   });
 
   it('runs on when the client goes away: the reply is stored and a retry answers it', async () => {
@@ -241,7 +263,7 @@ describe('a streamed chat turn', () => {
     while ((await stored(key, conv)).length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect((await stored(key, conv)).map((r) => r.message.content)).toEqual([
       'Are you there?',
-      'Ready.',
+      FIRST,
       'Is the migration done?',
       text,
     ]);

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
 import type { Summarizer } from '../../../engine/index.js';
+import { TurnTextListener } from '../../../infra/db/turnText.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
 import { buildGateway } from '../../../workers/gateway/app.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
@@ -73,10 +74,13 @@ export async function startGatewayHarness(
 ): Promise<GatewayHarness> {
   const testDb = await createTestDatabase(inject('databaseUrl'));
   const metrics = createMetrics({ db: testDb.db, defaultMetrics: false });
+  // As in production (workers/gateway.ts): streamed turns the worker runs are heard over LISTEN/NOTIFY.
+  const turnText = new TurnTextListener(testDb.url);
   const stack = await createTestStack({
     summarizer: options.summarizer ?? null,
     metrics,
     ...options.stack,
+    conversations: { turnText, ...options.stack?.conversations },
     db: testDb.db,
   });
   const adminKey = `admin-${randomUUID()}`;
@@ -116,6 +120,7 @@ export async function startGatewayHarness(
     call: (method, path, key, body, options) => call(address, method, path, key, body, options),
     async close() {
       await app.close();
+      await turnText.close();
       await stack.close();
       await testDb.drop();
     },

@@ -53,4 +53,39 @@ describe('streamTurn', () => {
         'event: error\ndata: {"status":422,"message":"the provider refused"}\n\n',
     );
   });
+
+  it('text heard that is not the stored reply’s (a relay that lost a piece) is discarded, the reply sent whole', async () => {
+    const events = await streamTurn(
+      async (observer) => {
+        observer.accepted();
+        observer.text('do');
+        return answer;
+      },
+      { accepted: 1, conversationId: 'c1' },
+    );
+    const heard = await text(events);
+    expect(
+      heard
+        .split('\n\n')
+        .filter((f) => f.startsWith('event:'))
+        .map((f) => f.split('\n')[0]),
+    ).toEqual(['event: accepted', 'event: delta', 'event: discard', 'event: delta', 'event: reply']);
+    expect(heard).toContain('event: delta\ndata: {"content":"done"}');
+    // Heard as stored: nothing more.
+    const whole = await streamTurn(
+      async (observer) => {
+        observer.accepted();
+        observer.text('do');
+        observer.text('ne');
+        return answer;
+      },
+      { accepted: 1, conversationId: 'c1' },
+    );
+    expect((await text(whole)).match(/event: (\w+)/g)).toEqual([
+      'event: accepted',
+      'event: delta',
+      'event: delta',
+      'event: reply',
+    ]);
+  });
 });
