@@ -61,6 +61,23 @@ export function recordClientCompaction(
   });
 }
 
+/** The conversation's client compactions whose old (`k.session_id`) or new session is its current one (`c`). */
+function clientCompactionsAt(
+  tx: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  session: 'k.session_id' | 'k.new_session_id',
+) {
+  return tx
+    .selectFrom('compactions as k')
+    .innerJoin('conversations as c', (join) =>
+      join.onRef('c.tenant_id', '=', 'k.tenant_id').onRef('c.current_session_id', '=', session),
+    )
+    .where('k.tenant_id', '=', tenantId)
+    .where('c.id', '=', conversationId)
+    .where('k.trigger', '=', 'client');
+}
+
 /** The conversation's pending client compaction (on its current session), or null. */
 export function pendingClientCompaction(
   db: Kysely<Database>,
@@ -71,19 +88,37 @@ export function pendingClientCompaction(
     db,
     tenantId,
     async (tx) => {
-      const row = await tx
-        .selectFrom('compactions as k')
-        .innerJoin('conversations as c', (join) =>
-          join.onRef('c.tenant_id', '=', 'k.tenant_id').onRef('c.current_session_id', '=', 'k.session_id'),
-        )
+      const row = await clientCompactionsAt(tx, tenantId, conversationId, 'k.session_id')
         .select(['k.id', 'k.session_id', 'k.summary'])
-        .where('k.tenant_id', '=', tenantId)
-        .where('c.id', '=', conversationId)
-        .where('k.trigger', '=', 'client')
         .where('k.status', '=', 'pending')
         .orderBy('k.updated_at', 'desc')
         .executeTakeFirst();
       return row ? { id: row.id, sessionId: row.session_id, summary: row.summary ?? '' } : null;
+    },
+    READ_ONLY,
+  );
+}
+
+/** The committed client compaction that started session `sessionId` of the conversation, or null. */
+export function clientRotationInto(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  sessionId: string,
+): Promise<{ compactionId: string; head: ConversationRow } | null> {
+  return withTenant(
+    db,
+    tenantId,
+    async (tx) => {
+      const row = await clientCompactionsAt(tx, tenantId, conversationId, 'k.new_session_id')
+        .selectAll('c')
+        .select('k.id as compaction_id')
+        .where('k.new_session_id', '=', sessionId)
+        .where('k.status', '=', 'committed')
+        .executeTakeFirst();
+      if (!row) return null;
+      const { compaction_id: compactionId, ...head } = row;
+      return { compactionId, head: head as ConversationRow };
     },
     READ_ONLY,
   );

@@ -1,6 +1,6 @@
 // The idempotency keys a drop-in dialect gave a conversation's messages (issue #12; workers/gateway/dropin/history.ts
 // builds them from position and content): which of a history's keys are stored, how many the dialect stored, and
-// the conversation's current session — one read-only statement. Keys stay on compacted rows, so a client's full
+// the conversation's current and published sessions — one read-only statement. Keys stay on compacted rows, so a client's full
 // history still matches after a compaction; only the rows above the conversation's client floor count (those since
 // the client's own latest compaction, infra/db/clientCompaction.ts).
 import { type Kysely, sql } from 'kysely';
@@ -16,6 +16,8 @@ export interface StoredHistoryKeys {
   stored: number;
   /** The conversation's client floor (0: the client never compacted it itself). */
   floor: number;
+  /** The session of the workflow's published status; null when it never published. */
+  publishedSessionId: string | null;
 }
 
 export function storedHistoryKeys(
@@ -29,13 +31,15 @@ export function storedHistoryKeys(
     db,
     tenantId,
     async (tx) => {
-      const { rows } = await sql<{ kind: 'session' | 'floor' | 'count' | 'key'; value: string }>`
+      const { rows } = await sql<{ kind: 'session' | 'floor' | 'published' | 'count' | 'key'; value: string }>`
         WITH c AS (
-          SELECT current_session_id, client_floor FROM conversations
+          SELECT current_session_id, client_floor, state->>'sessionId' AS published FROM conversations
            WHERE tenant_id = ${tenantId} AND id = ${conversationId})
         SELECT 'session' AS kind, c.current_session_id AS value FROM c
         UNION ALL
         SELECT 'floor', c.client_floor::text FROM c
+        UNION ALL
+        SELECT 'published', c.published FROM c WHERE c.published IS NOT NULL
         UNION ALL
         SELECT 'count', count(*)::text FROM messages m, c
          WHERE m.tenant_id = ${tenantId} AND m.conversation_id = ${conversationId} AND m.id > c.client_floor
@@ -49,6 +53,7 @@ export function storedHistoryKeys(
         present: new Set(rows.filter((r) => r.kind === 'key').map((r) => r.value)),
         stored: Number(rows.find((r) => r.kind === 'count')?.value ?? 0),
         floor: Number(rows.find((r) => r.kind === 'floor')?.value ?? 0),
+        publishedSessionId: rows.find((r) => r.kind === 'published')?.value ?? null,
       };
     },
     READ_ONLY,

@@ -8,12 +8,14 @@ import { absorbTotals } from './state.js';
 /**
  * A background compaction of the old session is settled first (what it committed is superseded); then the new
  * session is the conversation's, no reading of the old transcript is a verdict on it, and automatic compaction
- * pauses for good — the client manages its context; the safety net (SPEC §11) still applies.
+ * pauses for good — the client manages its context; the safety net (SPEC §11) still applies. Adopted once: the
+ * gateway tells again when it cannot know that the workflow heard (workers/gateway/dropin/clientRotation.ts).
  */
 export async function adoptClientCompaction(
   conversation: ConversationEntity,
   compaction: ClientCompaction,
 ): Promise<void> {
+  if (conversation.state.lastCommittedCompactionId === compaction.compactionId) return;
   await conversation.background.wait();
   const { state, engine } = conversation;
   state.sessionId = compaction.sessionId;

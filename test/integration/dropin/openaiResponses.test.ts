@@ -7,6 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
+import { TemporalUnavailableError } from '../../../clients/conversationClient.js';
+import type { Conversations } from '../../../workers/gateway/conversations.js';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
 import { openAIDropinForFile, storedMessages } from './dropinFixtures.js';
 
@@ -198,5 +200,99 @@ describe('POST /v1/responses', () => {
       'Booked.',
     ]);
     expect(first.output_text).toBe('SUMMARY one: Lyon, Turin.');
+  });
+
+  it('a rotation Temporal did not hear of (503) is told again by the next request, once', async () => {
+    const { id: tenantId, key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
+    const input: Input = [
+      { role: 'user', content: `Plan the move. ${randomUUID()}` },
+      { role: 'assistant', content: 'Boxes first, then the van.' },
+    ];
+    const compact: Input = [
+      ...input,
+      { role: 'user', content: 'You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary.' },
+    ];
+    dropin.openai.enqueue(reply('SUMMARY: boxes, then the van.'));
+    await client.responses.create({ model: 'gpt-test', input: compact, store: false });
+    const shorter: Input = [
+      input[0] as OpenAI.Responses.ResponseInputItem,
+      { role: 'user', content: 'Summary so far:\nSUMMARY: boxes, then the van.' },
+      { role: 'user', content: 'Book the van.' },
+    ];
+
+    // Temporal is down the moment the rotation is committed.
+    const conversations = dropin.gw.stack.client;
+    const original = conversations.clientCompacted;
+    let told = 0;
+    let failNext = true;
+    conversations.clientCompacted = async function (this: Conversations, ...args: Parameters<typeof original>) {
+      told += 1;
+      if (failNext) {
+        failNext = false;
+        throw new TemporalUnavailableError('Temporal is unreachable', 2);
+      }
+      return original.apply(this, args);
+    };
+    try {
+      const refused = await client.responses
+        .create({ model: 'gpt-test', input: shorter, store: false })
+        .catch((e) => e);
+      expect(refused).toBeInstanceOf(OpenAI.APIError);
+      expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
+      expect((refused as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after')).toBe('2');
+
+      dropin.openai.enqueue(reply('Van booked.'), reply('Boxes ordered.'));
+      const { data, response } = await client.responses
+        .create({ model: 'gpt-test', input: shorter, store: false })
+        .withResponse();
+      expect(data.output_text).toBe('Van booked.');
+      expect(told).toBe(2); // told again, before the request's messages were stored
+      const conversationId = response.headers.get('x-conversation-id') as string;
+      const deadline = Date.now() + 10_000;
+      let status = await dropin.gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
+      while (status.json.autoPaused !== 'client' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        status = await dropin.gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
+      }
+      expect(status.json.autoPaused).toBe('client');
+
+      // Heard: the next request does not tell again.
+      const next: Input = [
+        ...shorter,
+        { role: 'assistant', content: 'Van booked.' },
+        { role: 'user', content: 'And the boxes?' },
+      ];
+      const more = await client.responses.create({ model: 'gpt-test', input: next, store: false });
+      expect(more.output_text).toBe('Boxes ordered.');
+      expect(told).toBe(2);
+      await conversations.pendingWrites.drain();
+      expect((await conversations.settled(tenantId, conversationId)).lastPromptTokens).toBe(1_200);
+      // Told once more all the same (the window between a signal and the workflow's publication): adopted once.
+      const row = await conversations.require(tenantId, conversationId);
+      const [rotation] = await dropin.gw.testDb.db
+        .selectFrom('compactions')
+        .select('id')
+        .where('tenant_id', '=', tenantId)
+        .where('trigger', '=', 'client')
+        .execute();
+      const before = await conversations.temporal.liveStatus(tenantId, conversationId);
+      await original.call(conversations, tenantId, row, {
+        compactionId: rotation?.id as string,
+        sessionId: row.current_session_id,
+        version: row.version,
+        activeMessages: 0,
+        activeTokens: 0,
+      });
+      for (let i = 0; i < 5; i++) {
+        const live = await conversations.temporal.liveStatus(tenantId, conversationId);
+        expect([live.activeMessages, live.lastPromptTokens]).toEqual([before.activeMessages, before.lastPromptTokens]);
+        await new Promise((resolve) => setTimeout(resolve, 60));
+      }
+      const stored = await storedMessages(dropin.gw, key, conversationId);
+      expect(stored.map((m) => m.content).slice(-3)).toEqual(['Van booked.', 'And the boxes?', 'Boxes ordered.']);
+    } finally {
+      conversations.clientCompacted = original;
+    }
   });
 });

@@ -7,25 +7,19 @@
 // after the history or not at all (the next request carries it again) — or, for a history that is a strict prefix
 // of the stored one, as the branch a later request will find. A client's own compaction (clientCompaction.ts) goes
 // to the provider as the client sent it, decides nothing and is recorded; the shorter history the client sends
-// after it becomes a new session of the same conversation (infra/db/clientCompaction.ts), and the workflow is told.
-import { randomBytes } from 'node:crypto';
+// after it becomes a new session of the same conversation (clientRotation.ts), and the workflow is told.
 import type { IncomingMessage } from '../../../contracts/conversation.js';
 import { CONVERSATION_ID_PATTERN } from '../../../contracts/http/conversations.js';
 import { MAX_BATCH_MESSAGES } from '../../../contracts/validation.js';
-import { estimateMessagesTokensRough } from '../../../engine/tokens.js';
 import type { ChatMessage, Usage } from '../../../engine/types.js';
-import {
-  commitClientRotation,
-  pendingClientCompaction,
-  recordClientCompaction,
-} from '../../../infra/db/clientCompaction.js';
+import { recordClientCompaction } from '../../../infra/db/clientCompaction.js';
 import { storedHistoryKeys } from '../../../infra/db/historyKeys.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { MAX_LINEAGE_HOPS } from '../../../infra/db/sessions.js';
-import { newSessionId } from '../../../workflows/ids.js';
 import type { Conversations } from '../conversations.js';
 import { InvalidRequestError } from '../errors.js';
-import { isClientCompactionRequest, offersTools, summaryPosition, textOf } from './clientCompaction.js';
+import { isClientCompactionRequest, offersTools, textOf } from './clientCompaction.js';
+import { divergenceOf, retellRotation, rotate } from './clientRotation.js';
 import { branchConversationId, derivedConversationId, historyKey, historyKeys, matchHistory } from './history.js';
 
 /** A request refused before anything is stored, naming the request field (the dialect's `param`). */
@@ -71,13 +65,12 @@ interface Target {
   /** The idempotency keys of the history in the conversation, and their prefix (keyPrefix). */
   keys: string[];
   prefix: string;
+  /** The current session, when the client's own compaction started it and the workflow may not have heard. */
+  unheardRotation: string | null;
 }
 
 /** The key prefix of a conversation's drop-in messages: the dialect's, and after a client compaction its floor. */
 const keyPrefix = (dialect: string, floor: number) => (floor > 0 ? `${dialect}~${floor}` : dialect);
-
-/** Where a diverging history goes when it continues after the client's own compaction. */
-type Divergence = { kind: 'branch' } | { kind: 'rotate'; compactionId: string };
 
 /** The batches of `items` the store takes (at most MAX_BATCH_MESSAGES each). */
 export function batchesOf<T>(items: readonly T[]): T[][] {
@@ -107,6 +100,9 @@ export class DropinFlow {
   ): Promise<DropinTurn> {
     const start: DropinStart = { model: request.model, provider: request.provider, source: this.source };
     const target = await this.target(tenantId, history, header);
+    if (target.unheardRotation) {
+      await retellRotation(this.conversations, tenantId, target.conversationId, target.unheardRotation);
+    }
     const { keys } = target;
     const clientCompaction = isClientCompactionRequest(history, offersTools(request.tools));
     if (clientCompaction) {
@@ -195,49 +191,6 @@ export class DropinFlow {
   }
 
   /**
-   * Commits the pending client compaction `compactionId` of the conversation as its new session (the history is
-   * its transcript from now on) and tells the workflow. False when another request committed it first.
-   */
-  private async rotate(
-    tenantId: string,
-    conversationId: string,
-    compactionId: string,
-    history: readonly ChatMessage[],
-  ): Promise<boolean> {
-    const rotation = await commitClientRotation(this.conversations.db, tenantId, {
-      conversationId,
-      compactionId,
-      newSessionId: newSessionId(Date.now(), randomBytes(16).toString('hex')),
-      tokensAfter: estimateMessagesTokensRough(history),
-    });
-    if (!rotation) return false;
-    const { head } = rotation;
-    await this.conversations.clientCompacted(tenantId, head, {
-      compactionId,
-      sessionId: rotation.sessionId,
-      version: head.version,
-      activeMessages: head.active_messages,
-      activeTokens: head.active_tokens,
-    });
-    return true;
-  }
-
-  /** How a history that diverges at `at` goes on: after the client's own compaction (its summary in the history), a
-   * new session of the same conversation; otherwise a branch. */
-  private async divergence(
-    tenantId: string,
-    conversationId: string,
-    history: readonly ChatMessage[],
-    at: number,
-  ): Promise<Divergence> {
-    const pending = await pendingClientCompaction(this.conversations.readDb, tenantId, conversationId);
-    if (pending && summaryPosition(history, at, pending.summary) >= 0) {
-      return { kind: 'rotate', compactionId: pending.id };
-    }
-    return { kind: 'branch' };
-  }
-
-  /**
    * The conversation the history belongs to: the named or derived one while the history extends what it stores;
    * where it diverges, the branch for the history up to the first differing message (followed as often as the
    * history diverged before, at most MAX_LINEAGE_HOPS times) — unless it carries the summary of the client's own
@@ -269,7 +222,10 @@ export class DropinFlow {
         hop -= 1;
         continue;
       }
-      const keyed = { keys, prefix };
+      // The client compacted the conversation before and the workflow published another session than this one.
+      const unheardRotation =
+        !rotated && found.floor > 0 && sessionId !== null && found.publishedSessionId !== sessionId ? sessionId : null;
+      const keyed = { keys, prefix, unheardRotation };
       if (sessionId === null) {
         return { conversationId, exists: false, branchFrom: null, parentSessionId, from: 0, ...keyed };
       }
@@ -280,10 +236,12 @@ export class DropinFlow {
       if (match.kind === 'prefix') {
         return { conversationId, exists: true, branchFrom: { sessionId }, parentSessionId: null, from: 0, ...keyed };
       }
-      const divergence = rotated ? null : await this.divergence(tenantId, conversationId, history, match.at);
+      const divergence = rotated
+        ? null
+        : await divergenceOf(this.conversations, tenantId, conversationId, history, match.at);
       if (divergence?.kind === 'rotate') {
         // Committed here (or by a concurrent request of the same history): matched again, in the new session.
-        await this.rotate(tenantId, conversationId, divergence.compactionId, history);
+        await rotate(this.conversations, tenantId, conversationId, divergence.compactionId, history);
         rotated = true;
         hop -= 1;
         continue;
