@@ -8,6 +8,9 @@ import { fakeOpenAIProvider } from '../../support/fakes/openaiProvider.js';
 import { fixedSummarizer } from '../../support/harness/fixedSummarizer.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 
+/** Claude over OpenRouter's OpenAI-compatible API (the fake OpenAI server stands in for it). */
+export const ROUTED_CLAUDE = 'anthropic/claude-sonnet-5';
+
 export interface OpenAIDropin {
   openai: OpenAIFake;
   gw: GatewayHarness;
@@ -16,10 +19,14 @@ export interface OpenAIDropin {
   close(): Promise<void>;
 }
 
-/** The gateway (summaries by the fixed summariser) with `gpt-test` served by the fake OpenAI server. */
+/**
+ * The gateway (summaries by the fixed summariser) with `gpt-test` served by the fake OpenAI server, and an
+ * `openrouter` provider (a caching route, SPEC §12.1) at the same fake serving `anthropic/claude-sonnet-5`.
+ */
 export async function startOpenAIDropin(): Promise<OpenAIDropin> {
   const openai = await startOpenAIFake();
-  const { summarizerFor: _unused, ...llm } = fakeOpenAIProvider(openai).llm;
+  const openrouter = `  openrouter: { base_url: "${openai.origin}/v1", api_key_env: FAKE_OPENAI_KEY, models: ["${ROUTED_CLAUDE}"] }`;
+  const { summarizerFor: _unused, ...llm } = fakeOpenAIProvider(openai, [openrouter]).llm;
   const gw = await startGatewayHarness({ summarizer: fixedSummarizer, stack: { activityDeps: llm } });
   return {
     openai,

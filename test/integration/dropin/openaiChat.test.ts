@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
-import { capitalQuestion, openAIDropinForFile, storedMessages } from './dropinFixtures.js';
+import { capitalQuestion, openAIDropinForFile, ROUTED_CLAUDE, storedMessages } from './dropinFixtures.js';
 
 const dropin = openAIDropinForFile();
 
@@ -235,5 +235,53 @@ describe('POST /v1/chat/completions', () => {
       body: JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi via x-api-key' }] }),
     });
     expect(viaHeader.status).toBe(200);
+  });
+
+  it('to Claude over a caching route: two breakpoints of ours for a client that set none, a stable prefix', async () => {
+    const { key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
+    const history = capitalQuestion();
+    dropin.openai.enqueue(reply('Paris.'), reply('Rome.'));
+    const first = await client.chat.completions.create({ model: ROUTED_CLAUDE, messages: history });
+    const raw1 = dropin.openai.chatRequests().at(-1)?.raw ?? '';
+    expect(raw1.split('"cache_control"').length - 1).toBe(2);
+    const sent1 = JSON.parse(raw1);
+    expect(sent1.messages[0].content).toEqual([
+      { type: 'text', text: history[0]?.content, cache_control: { type: 'ephemeral' } },
+    ]);
+    history.push(first.choices[0]?.message as Message, { role: 'user', content: 'And of Italy?' });
+    const { response } = await client.chat.completions
+      .create({ model: ROUTED_CLAUDE, messages: history })
+      .withResponse();
+    const conversationId = response.headers.get('x-conversation-id') as string;
+    const raw2 = dropin.openai.chatRequests().at(-1)?.raw ?? '';
+    expect(raw2.split('"cache_control"').length - 1).toBe(2);
+    // The earlier request's bytes up to its last breakpoint are the next one's: the provider's cache entry holds.
+    const breakpoint = raw1.lastIndexOf(',"cache_control"');
+    expect(breakpoint).toBeGreaterThan(raw1.indexOf('What is the capital of France?'));
+    expect(raw2.slice(0, breakpoint)).toBe(raw1.slice(0, breakpoint));
+
+    // A client with breakpoints of its own gets exactly its request.
+    const own: Message[] = [
+      {
+        role: 'system',
+        content: [
+          { type: 'text', text: `Own markers. ${randomUUID()}`, cache_control: { type: 'ephemeral' } } as never,
+        ],
+      },
+      { role: 'user', content: 'Hello?' },
+    ];
+    dropin.openai.enqueue(reply('Hi.'));
+    await client.chat.completions.create({ model: ROUTED_CLAUDE, messages: own });
+    expect(dropin.openai.chatRequests().at(-1)?.raw).toBe(JSON.stringify({ model: ROUTED_CLAUDE, messages: own }));
+    // The store keeps what the client sent: its strings, no marker.
+    const stored = await storedMessages(dropin.gw, key, conversationId);
+    expect(stored.map((m) => m.content)).toEqual([
+      history[0]?.content,
+      'What is the capital of France?',
+      'Paris.',
+      'And of Italy?',
+      'Rome.',
+    ]);
   });
 });

@@ -2,7 +2,11 @@
 // where the client set none anywhere, only when SPEC §12.1 turns caching on, never on a block that cannot carry one.
 import { describe, expect, it } from 'vitest';
 import type { MessagesBody } from '../../../infra/llm/anthropicPassthrough.js';
-import { clientBreakpoints, withOwnBreakpoints } from '../../../workers/gateway/dropin/cacheBreakpoints.js';
+import {
+  clientBreakpoints,
+  withOwnBreakpoints,
+  withOwnChatBreakpoints,
+} from '../../../workers/gateway/dropin/cacheBreakpoints.js';
 
 const ANTHROPIC = { cachingRoute: 'anthropic' as const };
 const body = (extra: Record<string, unknown> = {}): MessagesBody =>
@@ -78,5 +82,59 @@ describe('withOwnBreakpoints', () => {
     expect(added).toBe(0);
     expect(JSON.stringify(out)).not.toContain('cache_control');
     expect((out as unknown as { messages: Array<{ content: unknown }> }).messages[0]?.content).toBe('');
+  });
+});
+
+describe('withOwnChatBreakpoints', () => {
+  const OPENROUTER = { cachingRoute: 'openrouter' as const };
+  const chat = (messages: Array<Record<string, unknown>>, model = 'anthropic/claude-sonnet-4.5') => ({
+    model,
+    messages,
+  });
+  const marker = { type: 'ephemeral' };
+
+  it('marks the leading system message and the newest message that can carry one, as text parts', () => {
+    const { body: out, added } = withOwnChatBreakpoints(
+      chat([
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'one' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 't', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'result' },
+      ]),
+      OPENROUTER,
+      '5m',
+    );
+    expect(added).toBe(2);
+    expect(out.messages).toEqual([
+      { role: 'system', content: [{ type: 'text', text: 'Be brief.', cache_control: marker }] },
+      { role: 'user', content: [{ type: 'text', text: 'one', cache_control: marker }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 't', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'result' }] }, // a tool result carries none
+    ]);
+    const hour = withOwnChatBreakpoints(chat([{ role: 'user', content: 'only' }]), OPENROUTER, '1h');
+    expect(hour.body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'only', cache_control: { type: 'ephemeral', ttl: '1h' } }] },
+    ]);
+  });
+
+  it('leaves the request as sent: a client marker anywhere, no caching route, not Claude, or caching off', () => {
+    const marked = chat([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: [{ type: 'text', text: 'one', cache_control: marker }] },
+      { role: 'user', content: 'two' },
+    ]);
+    expect(withOwnChatBreakpoints(marked, OPENROUTER, '5m')).toEqual({ body: marked, added: 0 });
+    const plain = chat([{ role: 'user', content: 'one' }]);
+    expect(withOwnChatBreakpoints(plain, { cachingRoute: null }, '5m').body).toBe(plain);
+    expect(withOwnChatBreakpoints(chat([{ role: 'user', content: 'x' }], 'gpt-5'), OPENROUTER, '5m').added).toBe(0);
+    expect(withOwnChatBreakpoints(plain, OPENROUTER, null).added).toBe(0);
   });
 });

@@ -1,4 +1,5 @@
-// Cache breakpoints of a drop-in Anthropic Messages request that goes upstream as the client sent it (issue #12,
+// Cache breakpoints of a drop-in request that goes upstream as the client sent it — Anthropic Messages, and Chat
+// Completions to Claude over a caching route (withOwnChatBreakpoints, at the end) — (issue #12,
 // "cache-neutral by construction"). The client's own breakpoints are kept exactly as set, and then none are added. A
 // client that set none anywhere (tools, system, messages, the request's own `cache_control`) gets two of ours when
 // SPEC §12.1 turns caching on for the model and route: on the system prompt and on the last block of the last
@@ -16,8 +17,11 @@ type Block = Record<string, unknown>;
 /** Blocks that cannot carry a breakpoint. */
 const UNMARKABLE = new Set(['thinking', 'redacted_thinking']);
 
+/** What both dialects' requests have where a breakpoint can be. */
+type MarkableBody = { model: string; messages: unknown; tools?: unknown; system?: unknown };
+
 /** Breakpoints the client set anywhere in the request. */
-export function clientBreakpoints(body: MessagesBody): number {
+export function clientBreakpoints(body: MarkableBody): number {
   let count = 0;
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) {
@@ -34,7 +38,7 @@ export function clientBreakpoints(body: MessagesBody): number {
   return count;
 }
 
-function pick(body: MessagesBody): Record<string, unknown> {
+function pick(body: MarkableBody): Record<string, unknown> {
   const { tools, system, messages } = body as { tools?: unknown; system?: unknown; messages?: unknown };
   return { tools, system, messages };
 }
@@ -81,4 +85,47 @@ export function withOwnBreakpoints(
   }
   out.messages = messages;
   return { body: out as MessagesBody, added };
+}
+
+/** A Chat Completions message whose content is a non-empty string, as the one text part it stands for. */
+const asParts = (message: Block): Block =>
+  typeof message.content === 'string' && message.content !== ''
+    ? { ...message, content: [textBlock(message.content)] }
+    : message;
+
+/**
+ * The same for a drop-in Chat Completions request to Claude over a route that caches through OpenAI's format
+ * (SPEC §12.1: OpenRouter): markers on the parts of the messages (SPEC §12.2 step 7), on the leading system (or
+ * developer) message and on the newest message that can carry one — not a tool result, which only Anthropic's own
+ * API marks (§12.2 step 4). A client that set any marker, or a route that does not cache, gets its own request.
+ */
+export function withOwnChatBreakpoints<B extends MarkableBody>(
+  body: B,
+  provider: Pick<ProviderConfig, 'cachingRoute'>,
+  cacheTtl: CacheTtl | null,
+): { body: B; added: number } {
+  const caching = promptCachingState({ model: body.model, provider: provider.cachingRoute ?? undefined, cacheTtl });
+  if (!caching.enabled || caching.ttl === null || caching.nativeAnthropic || clientBreakpoints(body) > 0) {
+    return { body, added: 0 };
+  }
+  const ttl = caching.ttl;
+  const messages = (body.messages as Block[]).map(asParts);
+  const carries = (message: Block) => message.role !== 'tool' && Array.isArray(message.content);
+  const first = messages[0];
+  const marks = new Set<number>();
+  if (first && (first.role === 'system' || first.role === 'developer') && carries(first)) marks.add(0);
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i] as Block;
+    if (message.role === 'system' || message.role === 'developer' || !carries(message)) continue;
+    marks.add(i);
+    break;
+  }
+  let added = 0;
+  for (const i of marks) {
+    const message = messages[i] as Block;
+    const marked = markLast(message.content as Block[], ttl);
+    messages[i] = { ...message, content: marked.blocks };
+    added += marked.marked ? 1 : 0;
+  }
+  return { body: { ...body, messages } as B, added };
 }

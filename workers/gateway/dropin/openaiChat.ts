@@ -2,7 +2,8 @@
 // gateway and sends its whole history on every request. The history is matched against the stored transcript
 // (history.ts), only its new suffix is stored (accepted = committed, before the model is called), the decisions due
 // for it are waited for (the hygiene pre-step of SPEC §11 included), and the provider serving the requested model is
-// sent either the client's own request, unchanged, while the conversation was never compacted (cache-neutral), or the
+// sent either the client's own request, unchanged, while the conversation was never compacted (cache-neutral: to
+// Claude over a caching route, with two breakpoints of ours if the client set none, cacheBreakpoints.ts), or the
 // same request with the compacted, sanitised transcript as its messages. The reply is stored with the provider's
 // usage, which drives the in-loop check (SPEC §7) and background compaction like any other batch.
 import type OpenAI from 'openai';
@@ -16,6 +17,7 @@ import {
   streamCompletion,
 } from '../../../infra/llm/openaiPassthrough.js';
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
+import { withOwnChatBreakpoints } from './cacheBreakpoints.js';
 import { DropinFlow } from './conversationFlow.js';
 import { StreamedReply, usageOf } from './streamedReply.js';
 import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
@@ -74,7 +76,9 @@ export class OpenAIChatCompletions {
       provider: provider.id,
       tools: body.tools,
     });
-    const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
+    const upstream = turn.compacted
+      ? this.withCompacted(body, turn.compacted, provider)
+      : withOwnChatBreakpoints(body, provider, this.deps.cacheTtl).body;
     const client = this.upstreams.clientFor(provider);
     if (body.stream === true) {
       const streamed = new StreamedReply(body);
