@@ -7,33 +7,17 @@
 import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfigText } from '../../../infra/config/loadConfig.js';
-import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
-import { type AnthropicFake, startAnthropicFake } from '../../support/fakes/anthropicFake.js';
+import type { AnthropicFake } from '../../support/fakes/anthropicFake.js';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
-import { fixedSummarizer } from '../../support/harness/fixedSummarizer.js';
-import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
-import { storedMessages } from './dropinFixtures.js';
+import type { GatewayHarness } from '../../support/harness/gateway.js';
+import { DROPIN_CLAUDE, startAnthropicDropin, storedMessages } from './dropinFixtures.js';
 
-const MODEL = 'claude-sonnet-4-5';
+const MODEL = DROPIN_CLAUDE;
 let anthropic: AnthropicFake;
 let gw: GatewayHarness;
 
 beforeAll(async () => {
-  anthropic = await startAnthropicFake();
-  const config = parseConfigText(
-    [
-      `model: { default: ${MODEL}, provider: anthropic }`,
-      'providers:',
-      `  anthropic: { base_url: "${anthropic.origin}", api_key_env: FAKE_ANTHROPIC_KEY }`,
-    ].join('\n'),
-  );
-  const { summarizerFor: _unused, ...llm } = llmDepsFromConfig(
-    config,
-    { FAKE_ANTHROPIC_KEY: 'sk-anthropic' },
-    () => undefined,
-  );
-  gw = await startGatewayHarness({ summarizer: fixedSummarizer, stack: { activityDeps: llm } });
+  ({ anthropic, gw } = await startAnthropicDropin());
 });
 afterAll(async () => {
   await gw?.close();

@@ -6,13 +6,13 @@
 // errs; every turn is stored once and searchable. And with Codex's own compaction in reach: its summary request
 // passes through, is recorded, and its shorter history continues the conversation in a new session, the server
 // compacting nothing on top of it.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureCodex } from '../../support/clients/codex.js';
+import { type CliRun, runCli } from '../../support/clients/runCli.js';
 import { reply } from '../../support/fakes/script.js';
 import { openAIDropinForFile, storedMessages } from './dropinFixtures.js';
 
@@ -29,31 +29,10 @@ afterAll(() => {
 });
 
 /** One `codex exec` (or `codex exec resume --last`) run to its end; its exit code, output and log. */
-function runCodex(
-  home: string,
-  key: string,
-  args: string[],
-): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(codex, ['exec', ...args], {
-      cwd: join(work, 'project'),
-      env: { ...process.env, CODEX_HOME: home, DCTX_KEY: key, RUST_LOG: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-    });
-    child.stderr.on('data', (d) => {
-      err += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out, err });
-    });
+function runCodex(home: string, key: string, args: string[]): Promise<CliRun> {
+  return runCli(codex, ['exec', ...args], {
+    cwd: join(work, 'project'),
+    env: { ...process.env, CODEX_HOME: home, DCTX_KEY: key, RUST_LOG: 'warn' },
   });
 }
 

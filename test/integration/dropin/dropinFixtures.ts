@@ -1,8 +1,12 @@
 // Shared by the drop-in tests (issue #12): a gateway with the fake OpenAI server behind it and the official SDK
-// pointed at it, and what the gateway stores of a conversation, as a client reads it back.
+// pointed at it, one with the fake Anthropic server behind it, and what the gateway stores of a conversation, as a
+// client reads it back.
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { parseConfigText } from '../../../infra/config/loadConfig.js';
+import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
+import { type AnthropicFake, startAnthropicFake } from '../../support/fakes/anthropicFake.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import { fakeOpenAIProvider } from '../../support/fakes/openaiProvider.js';
 import { fixedSummarizer } from '../../support/harness/fixedSummarizer.js';
@@ -50,6 +54,28 @@ export function openAIDropinForFile(): OpenAIDropin {
     await dropin.close?.();
   });
   return dropin;
+}
+
+/** The Claude model the Anthropic drop-in tests ask for. */
+export const DROPIN_CLAUDE = 'claude-sonnet-4-5';
+
+/** The gateway (summaries by the fixed summariser) with the fake Anthropic server as its `anthropic` provider. */
+export async function startAnthropicDropin(): Promise<{ anthropic: AnthropicFake; gw: GatewayHarness }> {
+  const anthropic = await startAnthropicFake();
+  const config = parseConfigText(
+    [
+      `model: { default: ${DROPIN_CLAUDE}, provider: anthropic }`,
+      'providers:',
+      `  anthropic: { base_url: "${anthropic.origin}", api_key_env: FAKE_ANTHROPIC_KEY }`,
+    ].join('\n'),
+  );
+  const { summarizerFor: _unused, ...llm } = llmDepsFromConfig(
+    config,
+    { FAKE_ANTHROPIC_KEY: 'sk-anthropic' },
+    () => undefined,
+  );
+  const gw = await startGatewayHarness({ summarizer: fixedSummarizer, stack: { activityDeps: llm } });
+  return { anthropic, gw };
 }
 
 /** Every stored message of the conversation (active and archived), as GET …/messages?archived=true lists them. */
