@@ -37,6 +37,8 @@ export interface AppendDecided {
   turn: TurnRecord | null;
   /** The active transcript after the batch, for a turn the gateway runs (not stored yet); else null. */
   context: StoredMessage[] | null;
+  /** `after` did not hold: nothing of the batch was stored. */
+  stale: boolean;
 }
 
 export async function appendAndDecide(
@@ -46,13 +48,15 @@ export async function appendAndDecide(
   batch: SubmitMessages,
   options: AppendDecideOptions = {},
 ): Promise<AppendDecided> {
-  let decided: Omit<AppendDecided, 'turn' | 'context'> | undefined;
+  let decided: Omit<AppendDecided, 'turn' | 'context' | 'stale'> | undefined;
+  let stale = false;
   let turn: TurnRecord | null = null;
   let reading: TranscriptReading | null = null;
   const { turnId, transcripts } = options;
   await appendToConversation(db, tenantId, conversationId, batch.messages, {
     ...(options.after !== undefined ? { after: options.after } : {}),
     settle: (result, head) => {
+      stale = result.stale === true;
       const stored = storedBatchOf(result, batch);
       const verdict = decideNotification(head, stored, { loud: options.loud, turnFollows: options.direct === true });
       decided = { stored, head, decision: verdict.decision };
@@ -83,5 +87,5 @@ export async function appendAndDecide(
   const context = (reading as TranscriptReading | null)?.rows ?? null;
   // Committed: the reading may serve the next turn.
   if (reading && transcripts) transcripts.keep(tenantId, conversationId, reading);
-  return { ...decided, turn, context };
+  return { ...decided, turn, context, stale };
 }

@@ -196,19 +196,19 @@ export class Conversations {
     batch: SubmitMessages,
     start?: ConversationStart,
     options: { absent?: boolean; after?: string } = {},
-  ): Promise<{ stored: StoredBatch; head: ConversationRow; decided: boolean }> {
+  ): Promise<{ stored: StoredBatch; head: ConversationRow; decided: boolean; stale: boolean }> {
     const problem = validateSubmit(batch);
     if (problem) throw new InvalidRequestError(problem);
     if (start && (options.absent === true || !(await getConversation(this.db, tenantId, conversationId)))) {
       await this.create(tenantId, conversationId, start);
     }
     const after = options.after !== undefined ? { after: options.after } : {};
-    const { stored, head, decision } = await this.append(tenantId, conversationId, batch, after);
+    const { stored, head, decision, stale } = await this.append(tenantId, conversationId, batch, after);
     if (decision.notify) {
       const notified = decision.notification ? { ...stored, notification: decision.notification } : stored;
       await this.temporal.notify(inputOf(tenantId, head, this.knobsOf(tenantId, conversationId, start)), notified);
     }
-    return { stored, head, decided: !decision.notify && head.applied_seq >= head.batch_seq };
+    return { stored, head, decided: !decision.notify && head.applied_seq >= head.batch_seq, stale };
   }
 
   /** Commits a batch and decides on it in the same transaction (batchAppend.ts). */

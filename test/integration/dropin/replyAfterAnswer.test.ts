@@ -1,7 +1,9 @@
 // A drop-in reply is handed to the client while its commit runs (issue #12 bench: the answer does not wait for it).
 // What comes after it must not see the store without it or out of order: the next request of the conversation and
 // the tenant's reads wait for the commit in the same gateway; on another gateway the next request may come first,
-// and then the late reply is not stored after it (the next request's copy of it is the one kept).
+// and then the late reply is not stored after it (the next request's copy of it is the one kept). The same rule
+// keeps two concurrent requests of different histories apart: the one whose messages come second is matched again
+// and continues in a branch.
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
@@ -17,16 +19,23 @@ const dropin = openAIDropinForFile();
 
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
 
-/** Holds the gateway's reply commits (the appends that must follow a message) until `open()`. */
-function holdReplyCommits(conversations: Conversations) {
+type Submit = Conversations['submitDecided'];
+
+/** Holds the gateway's commits that `which` picks until `open()`; by default its reply commits (appends that must
+ * follow a message and hold an assistant's). */
+function holdReplyCommits(
+  conversations: Conversations,
+  which: (...args: Parameters<Submit>) => boolean = (_t, _c, batch, _s, options) =>
+    options?.after !== undefined && batch.messages.some((m) => m.message.role === 'assistant'),
+) {
   const original = conversations.submitDecided;
   let open!: () => void;
   const gate = new Promise<void>((resolve) => {
     open = resolve;
   });
   let held = 0;
-  conversations.submitDecided = async function (this: Conversations, ...args: Parameters<typeof original>) {
-    if (args[4]?.after !== undefined) {
+  conversations.submitDecided = async function (this: Conversations, ...args: Parameters<Submit>) {
+    if (which(...args)) {
       held += 1;
       await gate;
     }
@@ -138,6 +147,57 @@ describe('a drop-in reply committed after the answer', () => {
       hold.open();
       hold.restore();
       await otherApp.close();
+    }
+  });
+
+  it('two concurrent requests of different histories: the one whose messages come second continues in a branch', async () => {
+    const { key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
+    const opening = capitalQuestion();
+    dropin.openai.enqueue(reply('Paris.'));
+    const { data: first, response } = await client.chat.completions
+      .create({ model: 'gpt-test', messages: opening })
+      .withResponse();
+    const conversationId = response.headers.get('x-conversation-id') as string;
+    const shared = [...opening, first.choices[0]?.message as Message];
+    // B's new message is held on its way to the store; A's overtakes it.
+    const hold = holdReplyCommits(dropin.gw.stack.client, (_t, _c, batch) =>
+      batch.messages.some((m) => m.message.content === 'Option B: and of Spain?'),
+    );
+    try {
+      dropin.openai.enqueue(reply('Rome.'), reply('Madrid.'));
+      const b = client.chat.completions
+        .create({ model: 'gpt-test', messages: [...shared, { role: 'user', content: 'Option B: and of Spain?' }] })
+        .withResponse();
+      for (let i = 0; i < 100 && hold.held() === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(hold.held()).toBe(1);
+      const a = await client.chat.completions.create({
+        model: 'gpt-test',
+        messages: [...shared, { role: 'user', content: 'Option A: and of Italy?' }],
+      });
+      expect(a.choices[0]?.message.content).toBe('Rome.');
+      await dropin.gw.stack.client.pendingWrites.drain();
+      hold.open();
+      const { data: bAnswer, response: bResponse } = await b;
+      expect(bAnswer.choices[0]?.message.content).toBe('Madrid.');
+      await dropin.gw.stack.client.pendingWrites.drain();
+
+      // The stored conversation holds one history; B's continues in a branch linked to it.
+      const main = await storedMessages(dropin.gw, key, conversationId);
+      expect(main.map((m) => m.content)).toEqual([
+        opening[0]?.content,
+        'What is the capital of France?',
+        'Paris.',
+        'Option A: and of Italy?',
+        'Rome.',
+      ]);
+      const branchId = bResponse.headers.get('x-conversation-id') as string;
+      expect(branchId).not.toBe(conversationId);
+      const branch = await storedMessages(dropin.gw, key, branchId);
+      expect(branch.map((m) => m.content).slice(-2)).toEqual(['Option B: and of Spain?', 'Madrid.']);
+    } finally {
+      hold.open();
+      hold.restore();
     }
   });
 });

@@ -99,24 +99,34 @@ export class DropinFlow {
     request: { model: string; provider: string; tools: unknown },
   ): Promise<DropinTurn> {
     const start: DropinStart = { model: request.model, provider: request.provider, source: this.source };
-    const target = await this.target(tenantId, history, header);
+    let target = await this.target(tenantId, history, header);
     if (target.unheardRotation) {
       await retellRotation(this.conversations, tenantId, target.conversationId, target.unheardRotation);
     }
-    const { keys } = target;
     const clientCompaction = isClientCompactionRequest(history, offersTools(request.tools));
+    const first = target;
     if (clientCompaction) {
       // Passed through as the client sent it; stored with its reply after the call, without the reading (the
       // summary request measures the transcript the client is about to leave): it decides nothing.
-      const store = (reply: ChatMessage) => this.storeClientCompaction(tenantId, target, history, keys, reply, start);
-      return { conversationId: target.conversationId, compacted: null, store, clientCompaction };
+      const store = (reply: ChatMessage) => this.storeClientCompaction(tenantId, first, history, reply, start);
+      return { conversationId: first.conversationId, compacted: null, store, clientCompaction };
     }
-    const store = (reply: ChatMessage, usage: Usage | undefined) =>
-      this.storeReply(tenantId, target, history, reply, usage, start);
-    if (target.branchFrom) return { conversationId: null, compacted: null, store, clientCompaction };
+    const storeIn = (matched: Target) => (reply: ChatMessage, usage: Usage | undefined) =>
+      this.storeReply(tenantId, matched, history, reply, usage, start);
+    if (first.branchFrom) return { conversationId: null, compacted: null, store: storeIn(first), clientCompaction };
+    // The new messages go right after the stored ones they follow: when another request stored something in
+    // between (a concurrent request of another history), the history is matched again — once, then stored as
+    // before (a conversation our own API wrote to as well has other keys last).
+    let stored = await this.storeHistory(tenantId, first, history, start, { guarded: true });
+    if (stored[0]?.stale) {
+      target = await this.target(tenantId, history, header);
+      if (target.branchFrom) return { conversationId: null, compacted: null, store: storeIn(target), clientCompaction };
+      stored = await this.storeHistory(tenantId, target, history, start);
+    }
+    const store = storeIn(target);
     const { conversations } = this;
     let decided: { compactions: number; sessionId: string } | null = null;
-    for (const submitted of await this.storeHistory(tenantId, target, history, keys, start)) {
+    for (const submitted of stored) {
       const { head } = submitted;
       decided = submitted.decided
         ? { compactions: head.state?.compressionCount ?? 0, sessionId: head.current_session_id }
@@ -139,33 +149,36 @@ export class DropinFlow {
     return rows.some((row) => row.compactionId !== null) ? rows.map((row) => row.message) : null;
   }
 
-  /** Stores the history from `target.from` in batches (the first creates a new conversation); their outcomes. */
+  /**
+   * Stores the history from `target.from` in batches (the first creates a new conversation); their outcomes.
+   * `guarded`: the first batch only right after the stored message it follows (`stale` otherwise, nothing stored).
+   */
   private async storeHistory(
     tenantId: string,
     target: Target,
     messages: readonly ChatMessage[],
-    keys: readonly string[],
     start: DropinStart,
-    extra: IncomingMessage[] = [],
+    options: { extra?: IncomingMessage[]; guarded?: boolean } = {},
   ) {
+    const { keys, from } = target;
     const items: IncomingMessage[] = [
-      ...messages
-        .slice(target.from)
-        .map((message, i) => ({ message, idempotencyKey: keys[target.from + i] as string })),
-      ...extra,
+      ...messages.slice(from).map((message, i) => ({ message, idempotencyKey: keys[from + i] as string })),
+      ...(options.extra ?? []),
     ];
     const outcomes = [];
     for (const [i, batch] of batchesOf(items).entries()) {
       const creates = !target.exists && i === 0;
+      const follows = options.guarded && i === 0 && target.exists && from > 0 ? keys[from - 1] : undefined;
       outcomes.push(
         await this.conversations.submitDecided(
           tenantId,
           target.conversationId,
           { messages: batch },
           creates ? { ...start, parentSessionId: target.parentSessionId } : undefined,
-          { absent: creates },
+          { absent: creates, ...(follows !== undefined ? { after: follows } : {}) },
         ),
       );
+      if (outcomes[0]?.stale) break;
     }
     return outcomes;
   }
@@ -175,14 +188,13 @@ export class DropinFlow {
     tenantId: string,
     target: Target,
     history: readonly ChatMessage[],
-    keys: readonly string[],
     reply: ChatMessage,
     start: DropinStart,
   ): Promise<string> {
     const replyItem = { message: reply, idempotencyKey: historyKey(target.prefix, history.length, reply) };
     // A repeated request (its history is stored, with the summary it got before): the client goes on with the new
     // summary, which the record keeps; the transcript keeps the first.
-    if (!target.branchFrom) await this.storeHistory(tenantId, target, history, keys, start, [replyItem]);
+    if (!target.branchFrom) await this.storeHistory(tenantId, target, history, start, { extra: [replyItem] });
     await recordClientCompaction(this.conversations.db, tenantId, {
       conversationId: target.conversationId,
       summary: textOf(reply),
