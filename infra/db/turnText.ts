@@ -94,13 +94,21 @@ export class TurnTextListener {
     const set = this.listeners.get(channel) ?? new Set<Listener>();
     this.listeners.set(channel, set);
     set.add(listener);
-    if (set.size === 1) await (await this.connection()).query(`LISTEN ${channel}`);
-    return async () => {
+    const unsubscribe = async () => {
       set.delete(listener);
       if (set.size > 0 || this.listeners.get(channel) !== set) return;
       this.listeners.delete(channel);
       await this.client?.query(`UNLISTEN ${channel}`).catch(() => undefined);
     };
+    if (set.size === 1) {
+      try {
+        await (await this.connection()).query(`LISTEN ${channel}`);
+      } catch (err) {
+        await unsubscribe();
+        throw err;
+      }
+    }
+    return unsubscribe;
   }
 
   async close(): Promise<void> {

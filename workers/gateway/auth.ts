@@ -39,8 +39,8 @@ export function tenantAuth(db: Kysely<Database>) {
 /**
  * Scopes the routes of a plugin to the tenant of the bearer key: declares `request.tenantId` (fastify's
  * decorateRequest, so every request object has the same shape) and sets it before any handler runs (401 otherwise).
- * With `after`, a handler runs once the tenant's writes the gateway finishes after answering (pendingWrites.ts) are
- * done: the tenant reads what it was answered, and writes after it.
+ * With `after`, a handler runs once the writes the gateway finishes after answering (pendingWrites.ts) are done —
+ * the named conversation's, else the tenant's: the tenant reads what it was answered, and writes after it.
  */
 export function requireTenant(app: FastifyInstance, db: Kysely<Database>, after?: PendingWrites): void {
   app.decorateRequest('tenantId', '');
@@ -50,7 +50,11 @@ export function requireTenant(app: FastifyInstance, db: Kysely<Database>, after?
     after
       ? async (request) => {
           await auth(request);
-          await after.settledTenant(request.tenantId);
+          // A route of one conversation waits for that conversation's writes only; any other, for the tenant's.
+          const { conversationId } = (request.params ?? {}) as { conversationId?: unknown };
+          await (typeof conversationId === 'string'
+            ? after.settled(request.tenantId, conversationId)
+            : after.settledTenant(request.tenantId));
         }
       : auth,
   );

@@ -59,7 +59,6 @@ export interface ConversationsOptions extends StartingRulesBase {
    * notification path itself and for debugging with every batch in the workflow's history.
    */
   notifyEveryBatch?: boolean;
-
   /** The pool reads use (status, waits): its own connections, never queued behind writes. Default: the write pool. */
   readDb?: Kysely<Database>;
   /**
@@ -188,7 +187,7 @@ export class Conversations {
   /**
    * `submit`; `decided`: this batch and every one before it are decided on (quiet), so nothing is due. `options`:
    * `absent` — the caller found no such conversation (it is created without looking again; creation is idempotent);
-   * `after` — the key of the message the batch must follow (else it stores nothing: `stored.seq` null).
+   * `after` — the key of the message the batch must follow (else it stores nothing: `stale`, `stored.seq` null).
    */
   async submitDecided(
     tenantId: string,

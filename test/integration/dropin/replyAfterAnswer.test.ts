@@ -74,6 +74,10 @@ describe('a drop-in reply committed after the answer', () => {
       const read = storedMessages(dropin.gw, key, conversationId);
       const second = client.chat.completions.create({ model: 'gpt-test', messages: history });
       expect(await settledWithin(read, 300)).toBe(false);
+      // Another conversation's route does not wait for this one's commit.
+      const elsewhere = dropin.gw.call('GET', `/v1/conversations/other-${randomUUID()}/messages`, key);
+      expect(await settledWithin(elsewhere, 300)).toBe(true);
+      expect((await elsewhere).status).toBe(404);
       expect(await settledWithin(second, 10)).toBe(false);
       expect(dropin.openai.chatRequests().length).toBe(upstreamBefore);
 

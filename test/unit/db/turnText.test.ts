@@ -2,7 +2,7 @@
 // later attempt starts the text over (said once, and only after text was given), an earlier attempt's late piece is
 // dropped; every turn id gets a channel name PostgreSQL keeps whole.
 import { describe, expect, it } from 'vitest';
-import { orderedPieces, turnTextChannel } from '../../../infra/db/turnText.js';
+import { orderedPieces, TurnTextListener, turnTextChannel } from '../../../infra/db/turnText.js';
 
 function heard() {
   const out: string[] = [];
@@ -42,5 +42,14 @@ describe('turnTextChannel', () => {
     expect(channel).toMatch(/^[a-z_][a-z0-9_]{0,62}$/);
     expect(turnTextChannel(long)).toBe(channel);
     expect(turnTextChannel(`${long}2`)).not.toBe(channel);
+  });
+});
+
+describe('TurnTextListener', () => {
+  it('a subscription that could not LISTEN leaves nothing behind: the next one for the turn tries again', async () => {
+    const listener = new TurnTextListener('postgres://dctx@127.0.0.1:1/unreachable');
+    await expect(listener.subscribe('conv:turn', () => undefined)).rejects.toThrow();
+    await expect(listener.subscribe('conv:turn', () => undefined)).rejects.toThrow();
+    await listener.close();
   });
 });

@@ -2,8 +2,8 @@
 // gateway and sends its whole history (system, content blocks, tool_use / tool_result) on every request. The history
 // is read as stored messages (infra/llm/anthropicMessages.ts), stored and decided on by DropinFlow, and the provider
 // serving the model gets the client's own request while the conversation was never compacted (its cache breakpoints
-// and thinking blocks as the client sent them; ours only when it set none, cacheBreakpoints.ts), or the same request with the compacted, sanitised transcript as
-// `system` and `messages` (cache breakpoints placed by SPEC §12). Signed thinking blocks are never sent with content
+// and thinking blocks as the client sent them; ours only when it set none, cacheBreakpoints.ts), or the same request
+// with the compacted, sanitised transcript as `system` and `messages` (cache breakpoints placed by SPEC §12). Signed thinking blocks are never sent with content
 // a compaction changed: the stored transcript holds none, and the answer says how many were left out.
 import type Anthropic from '@anthropic-ai/sdk';
 import { prepareContext } from '../../../engine/index.js';
