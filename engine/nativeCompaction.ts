@@ -114,3 +114,36 @@ const sameOrigin = (a: ReplayOrigin, b: ReplayOrigin) =>
 export function replayableItems<T extends { origin: ReplayOrigin }>(items: readonly T[], route: ReplayOrigin): T[] {
   return items.filter((item) => sameOrigin(item.origin, route));
 }
+
+/**
+ * A response's `compaction` output items, kept with the reply they came with (SPEC §15.1 replay data), apart from
+ * its content: the SPEC §3.2 estimate never counts their encrypted bytes, and they go back only to their origin.
+ */
+export interface NativeReplay {
+  origin: ReplayOrigin;
+  items: Array<Record<string, unknown>>;
+}
+
+/** The `compaction` items among a response's output items (SPEC §15.1), as returned. */
+export function compactionItemsOf(output: readonly unknown[]): Array<Record<string, unknown>> {
+  return output.filter(
+    (item): item is Record<string, unknown> =>
+      typeof item === 'object' && item !== null && (item as Record<string, unknown>).type === 'compaction',
+  );
+}
+
+/**
+ * Where a request to `route` starts (SPEC §15.1 replay): the newest message whose replay items `route` issued.
+ * Its items stand in for everything before it, so the request is the system prompt, those items, then that message
+ * and what follows. Null when nothing may be replayed: the whole transcript is sent.
+ */
+export function nativeCheckpointIndex(
+  replays: readonly (NativeReplay | null | undefined)[],
+  route: ReplayOrigin,
+): number | null {
+  for (let i = replays.length - 1; i >= 0; i--) {
+    const replay = replays[i];
+    if (replay && replay.items.length > 0 && replayableItems([replay], route).length > 0) return i;
+  }
+  return null;
+}

@@ -1,4 +1,5 @@
-// One chat call to either provider kind (DESIGN.md §5), non-streaming or streamed (streamedCall.ts). Before
+// One chat call to either provider kind (DESIGN.md §5) — an OpenAI-kind provider over Chat Completions or the
+// Responses API (responsesChat.ts) — non-streaming or streamed (streamedCall.ts). Before
 // sending: a `-900k` alias is reduced to its base model (SPEC §4.3), cache markers are placed when SPEC §12.1 says
 // caching is on (Claude via the native Anthropic API or OpenRouter, a truthy TTL) and removed otherwise, and only
 // the wire fields of each message are sent (SPEC §1.2: extra runtime properties stay home). Every SDK error leaves
@@ -12,6 +13,7 @@ import type { ChatMessage, ContentPart, ToolCall } from '../../engine/types.js';
 import { fromAnthropicResponse, toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
 import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
 import { classifyProviderError, type LlmCallSite, modelNotAvailableFailure, noChoiceFailure } from './errors.js';
+import { responsesChat } from './responsesChat.js';
 import { anthropicStreamed, type OnText, openAIStreamed } from './streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage, FinishReason } from './types.js';
 
@@ -28,6 +30,10 @@ interface ChatCallInput {
   signal?: AbortSignal;
   /** Streams the call: each piece of the reply's text as it arrives (streamedCall.ts); the result is the same. */
   onText?: OnText;
+  /** Responses API: input items sent before the messages (a native checkpoint's replay items, SPEC §15.1). */
+  leadingItems?: readonly Record<string, unknown>[];
+  /** Responses API: send `context_management` with this threshold (the caller checked the SPEC §15.1 gate). */
+  compactThreshold?: number;
 }
 
 /** Either a context prepared by the caller (engine/prepareContext.ts), or messages to cache-mark for this call. */
@@ -247,5 +253,6 @@ export async function chatCompletion(input: ChatCompletionInput): Promise<ChatRe
   const model = sendAsModel(input.model, site);
   const prepared = preparedOf(input, model);
   if (input.provider.kind === 'anthropic') return anthropicChat(input.provider, input, model, prepared, site);
+  if (input.provider.api === 'responses') return responsesChat(input.provider, input, model, prepared, site);
   return openAIChat(input.provider, input, model, prepared, site);
 }

@@ -2,9 +2,16 @@
 // (SPEC §9.2: at most 3 attempts under the activity's retry policy), so the SDKs' own retries are off, and every
 // setting comes from config.yaml and the named key variable: the SDKs never fall back to their own environment
 // variables (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OPENAI_ORG_ID, ...).
+import { createHash } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { type CachingRoute, type ProviderConfig, type ProviderKind, providerApiKey } from './providers.js';
+import {
+  type CachingRoute,
+  type ProviderApi,
+  type ProviderConfig,
+  type ProviderKind,
+  providerApiKey,
+} from './providers.js';
 
 /** Sent as the key of a keyless endpoint (`api_key_env: null`), because the OpenAI SDK requires a string. */
 export const KEYLESS_API_KEY = 'no-key';
@@ -12,7 +19,13 @@ export const KEYLESS_API_KEY = 'no-key';
 interface ProviderClientBase {
   id: string;
   kind: ProviderKind;
+  api: ProviderApi;
   baseUrl: string;
+  /**
+   * Which account the key belongs to, as far as replay needs it (SPEC §15.1 switching): a fingerprint of the key
+   * (never the key), null for a keyless endpoint.
+   */
+  account: string | null;
   cachingRoute: CachingRoute;
   /** Per-request timeout of the client, milliseconds. */
   timeoutMs: number;
@@ -66,6 +79,11 @@ export function createAnthropicClient(options: {
   });
 }
 
+/** A key's fingerprint: the first 16 hex digits of its SHA-256. */
+export function accountOf(apiKey: string): string {
+  return createHash('sha256').update(apiKey).digest('hex').slice(0, 16);
+}
+
 /**
  * A client for one provider. Throws `ProviderKeyMissingError` when the provider's key variable is unset, so a
  * missing key surfaces when the provider is used, not at start-up.
@@ -74,7 +92,14 @@ export function createProviderClient(provider: ProviderConfig, options: ClientOp
   const apiKey = providerApiKey(provider, options.env ?? process.env);
   const baseUrl = provider.baseUrl;
   const settings = { baseUrl, apiKey, timeoutMs: options.timeoutMs, headers: provider.headers };
-  const base = { id: provider.id, baseUrl, cachingRoute: provider.cachingRoute, timeoutMs: options.timeoutMs };
+  const base = {
+    id: provider.id,
+    api: provider.api,
+    baseUrl,
+    account: apiKey === null ? null : accountOf(apiKey),
+    cachingRoute: provider.cachingRoute,
+    timeoutMs: options.timeoutMs,
+  };
   if (provider.kind === 'anthropic') {
     return { ...base, kind: 'anthropic', anthropic: createAnthropicClient(settings) };
   }

@@ -13,6 +13,8 @@ import {
 } from '../config/fieldRules.js';
 
 export type ProviderKind = 'openai' | 'anthropic';
+/** The wire API of an OpenAI-kind provider's chat turns: Chat Completions, or the Responses API (SPEC §15.1). */
+export type ProviderApi = 'chat_completions' | 'responses';
 /** The provider name `promptCachingState` understands (SPEC §12.1), or null when caching never applies. */
 export type CachingRoute = 'anthropic' | 'openrouter' | null;
 
@@ -20,6 +22,8 @@ export interface ProviderConfig {
   /** The key under `providers:` (e.g. `openai`, `local`). */
   id: string;
   kind: ProviderKind;
+  /** OpenAI kind: `chat_completions` (default) or `responses`; always `chat_completions` for the Anthropic kind. */
+  api: ProviderApi;
   /** OpenAI kind: includes the `/v1` path; Anthropic kind: the host root (the SDK appends `/v1/messages`). */
   baseUrl: string;
   /** Environment variable holding the API key; null: the endpoint needs no key (e.g. a local Ollama). */
@@ -48,6 +52,7 @@ interface WellKnownProvider {
   kind: ProviderKind;
   baseUrl: string;
   apiKeyEnv: string;
+  api?: ProviderApi;
 }
 
 /** Defaults of the provider ids SPEC §4.2 names; any other id must give its `base_url`. */
@@ -55,6 +60,13 @@ export const WELL_KNOWN_PROVIDERS: Readonly<Record<string, WellKnownProvider>> =
   openai: { kind: 'openai', baseUrl: 'https://api.openai.com/v1', apiKeyEnv: 'OPENAI_API_KEY' },
   anthropic: { kind: 'anthropic', baseUrl: 'https://api.anthropic.com', apiKeyEnv: 'ANTHROPIC_API_KEY' },
   openrouter: { kind: 'openai', baseUrl: 'https://openrouter.ai/api/v1', apiKeyEnv: 'OPENROUTER_API_KEY' },
+  // The ChatGPT Codex route (SPEC §4.2): the Responses API only; its key is the account's OAuth access token.
+  'openai-codex': {
+    kind: 'openai',
+    baseUrl: 'https://chatgpt.com/backend-api/codex',
+    apiKeyEnv: 'OPENAI_CODEX_ACCESS_TOKEN',
+    api: 'responses',
+  },
 });
 
 /** Keywords of `auxiliary.compression.provider` (SPEC §2.3); they cannot name a provider. */
@@ -64,6 +76,7 @@ const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const PROVIDER_RULES = {
   kind: { allowed: 'openai or anthropic', schema: z.enum(['openai', 'anthropic']) },
+  api: { allowed: 'chat_completions or responses', schema: z.enum(['chat_completions', 'responses']) },
   base_url: { allowed: 'URL string', schema: z.string().regex(HTTP_URL_PATTERN) },
   api_key_env: {
     allowed: `null or environment variable name matching ${ENV_NAME_PATTERN.source}`,
@@ -108,14 +121,19 @@ function buildProvider(id: string, fields: ProviderFields): ProviderConfig {
   if (baseUrl === undefined) {
     throw ConfigError.badValue(
       `providers.${id}.base_url`,
-      'URL string (required for providers other than openai, anthropic and openrouter)',
+      'URL string (required for providers other than openai, openai-codex, anthropic and openrouter)',
       null,
     );
   }
   const kind = fields.kind ?? known?.kind ?? 'openai';
+  const api = fields.api ?? known?.api ?? 'chat_completions';
+  if (kind === 'anthropic' && api !== 'chat_completions') {
+    throw ConfigError.badValue(`providers.${id}.api`, 'chat_completions (the only API of an anthropic provider)', api);
+  }
   return {
     id,
     kind,
+    api,
     baseUrl: baseUrl.replace(/\/+$/, ''),
     apiKeyEnv: fields.api_key_env === undefined ? (known?.apiKeyEnv ?? null) : fields.api_key_env,
     headers: { ...(fields.headers ?? {}) },

@@ -90,6 +90,7 @@ function customEndpoint(baseUrl: string, explicit: ProviderConfig | null): Provi
   return {
     id: explicit?.id ?? CUSTOM_ENDPOINT_ID,
     kind: 'openai',
+    api: 'chat_completions',
     baseUrl: baseUrl.replace(/\/+$/, ''),
     apiKeyEnv: explicit?.apiKeyEnv ?? null,
     headers: { ...(explicit?.headers ?? {}) },

@@ -28,4 +28,8 @@ export interface ChatResult {
   model: string;
   /** Whether cache markers were placed (SPEC §12.1). */
   cachingEnabled: boolean;
+  /** Responses API: the reply's `compaction` output items (SPEC §15.1 native checkpoint), as returned. */
+  compactionItems?: Array<Record<string, unknown>>;
+  /** Responses API: the server refused `context_management`; the reply is the retry's without it (SPEC §15.1). */
+  nativeRejected?: boolean;
 }

@@ -36,17 +36,25 @@ const DEFAULT_ERROR_TYPES: Readonly<Record<number, { type: string; code: string 
   429: { type: 'requests', code: 'rate_limit_exceeded' },
 };
 
-function errorResponse(status: number, message: string, type?: string, code?: string | null, headers = {}) {
+function errorResponse(
+  status: number,
+  message: string,
+  type?: string,
+  code?: string | null,
+  headers = {},
+  param: string | null = null,
+) {
   const defaults = DEFAULT_ERROR_TYPES[status] ?? { type: 'server_error', code: null };
   return {
     status,
     headers,
-    body: { error: { message, type: type ?? defaults.type, param: null, code: code ?? defaults.code } },
+    body: { error: { message, type: type ?? defaults.type, param, code: code ?? defaults.code } },
   };
 }
 
 function fromErrorStep(step: ErrorStep): WireResponse {
-  return errorResponse(step.status, step.message ?? `error ${step.status}`, step.type, step.code, step.headers);
+  const message = step.message ?? `error ${step.status}`;
+  return errorResponse(step.status, message, step.type, step.code, step.headers, step.param ?? null);
 }
 
 const FINISH_REASONS: Readonly<Record<NonNullable<ReplyStep['stop']>, string>> = {
@@ -137,11 +145,17 @@ function streamed(response: WireResponse, includeUsage: boolean): WireResponse {
   return { ...response, body: null, events };
 }
 
-/** The reply as a Responses API `response` object: a message item with the text, a function_call item per call. */
+/**
+ * The reply as a Responses API `response` object: a `compaction` item first when the step has one (server-side
+ * compaction, SPEC §15.1), a message item with the text, a function_call item per call.
+ */
 function responseObject(step: ReplyStep, model: string): WireResponse {
   completionCounter += 1;
   const n = completionCounter;
   const output: Record<string, unknown>[] = [];
+  if (step.compaction !== undefined) {
+    output.push({ id: `cmp_fake_${n}`, type: 'compaction', encrypted_content: step.compaction });
+  }
   if (step.text) {
     output.push({
       id: `msg_fake_${n}`,
@@ -229,6 +243,8 @@ function streamedResponse(response: WireResponse): WireResponse {
           part: { ...part, text },
         }),
       );
+    } else if (item.type === 'compaction') {
+      events.push(event('response.output_item.added', { output_index, item }));
     } else {
       events.push(
         event('response.output_item.added', { output_index, item: { ...item, status: 'in_progress', arguments: '' } }),
@@ -247,16 +263,17 @@ function streamedResponse(response: WireResponse): WireResponse {
 }
 
 function validationError(request: RecordedRequest, options: OpenAIFakeOptions): WireResponse | null {
-  if (request.method === 'POST' && request.path === '/v1/responses') {
-    const body = request.body as Record<string, unknown> | null;
-    if (!body || typeof body.model !== 'string') return errorResponse(400, 'you must provide a model parameter');
-    return null;
-  }
-  if (request.method !== 'POST' || request.path !== '/v1/chat/completions') {
+  const responses = request.method === 'POST' && request.path === '/v1/responses';
+  if (!responses && (request.method !== 'POST' || request.path !== '/v1/chat/completions')) {
     return errorResponse(404, `Invalid URL (${request.method} ${request.path})`, 'invalid_request_error', null);
   }
   if (options.expectedApiKey !== undefined && request.headers.authorization !== `Bearer ${options.expectedApiKey}`) {
     return errorResponse(401, 'Incorrect API key provided.', undefined, undefined);
+  }
+  if (responses) {
+    const body = request.body as Record<string, unknown> | null;
+    if (!body || typeof body.model !== 'string') return errorResponse(400, 'you must provide a model parameter');
+    return null;
   }
   const body = request.body as Record<string, unknown> | null;
   if (!body || typeof body.model !== 'string') return errorResponse(400, 'you must provide a model parameter');

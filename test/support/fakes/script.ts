@@ -25,6 +25,8 @@ export interface ReplyStep {
   eventGapMs?: number;
   /** Streamed: cut the connection after this many events (a stream that breaks off). */
   cutAfterEvents?: number;
+  /** OpenAI Responses: the encrypted content of a `compaction` output item sent before the reply (SPEC §15.1). */
+  compaction?: string;
 }
 
 export interface ErrorStep {
@@ -34,6 +36,8 @@ export interface ErrorStep {
   type?: string;
   /** OpenAI error `code` (e.g. `context_length_exceeded`, `insufficient_quota`). */
   code?: string;
+  /** OpenAI error `param` (e.g. `context_management`). */
+  param?: string;
   message?: string;
   headers?: Record<string, string>;
 }

@@ -13,7 +13,17 @@ export function providerConfig(
   extra: Partial<ProviderConfig> = {},
 ): ProviderConfig {
   const cachingRoute: CachingRoute = kind === 'anthropic' ? 'anthropic' : id === 'openrouter' ? 'openrouter' : null;
-  return { id, kind, baseUrl, apiKeyEnv: 'TEST_LLM_KEY', headers: {}, models: [], cachingRoute, ...extra };
+  return {
+    id,
+    kind,
+    api: 'chat_completions',
+    baseUrl,
+    apiKeyEnv: 'TEST_LLM_KEY',
+    headers: {},
+    models: [],
+    cachingRoute,
+    ...extra,
+  };
 }
 
 export function clientFor(

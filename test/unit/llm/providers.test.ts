@@ -37,6 +37,7 @@ describe('providers: section', () => {
     expect(cfg.providers.get('openai')).toEqual({
       id: 'openai',
       kind: 'openai',
+      api: 'chat_completions',
       baseUrl: 'https://api.openai.com/v1',
       apiKeyEnv: 'OPENAI_API_KEY',
       headers: {},
@@ -68,6 +69,26 @@ describe('providers: section', () => {
   it('recognises OpenRouter by host under another id (prompt caching, SPEC §12.1)', () => {
     const cfg = providersOf('providers:\n  router:\n    base_url: https://openrouter.ai/api/v1\n');
     expect(cfg.providers.get('router')?.cachingRoute).toBe('openrouter');
+  });
+
+  it('api: the Responses API for an OpenAI-kind provider; openai-codex speaks it by default (SPEC §15.1)', () => {
+    const cfg = providersOf(
+      'providers:\n  openai: { api: responses }\n  openai-codex: {}\n  proxy: { base_url: http://127.0.0.1:9/v1 }\n',
+    );
+    expect(cfg.providers.get('openai')).toMatchObject({ api: 'responses', baseUrl: 'https://api.openai.com/v1' });
+    expect(cfg.providers.get('openai-codex')).toMatchObject({
+      kind: 'openai',
+      api: 'responses',
+      baseUrl: 'https://chatgpt.com/backend-api/codex',
+      apiKeyEnv: 'OPENAI_CODEX_ACCESS_TOKEN',
+    });
+    expect(cfg.providers.get('proxy')?.api).toBe('chat_completions');
+    expect(() => providersOf('providers:\n  openai: { api: completions }\n')).toThrow(
+      'Invalid configuration: providers.openai.api: expected chat_completions or responses, got "completions"',
+    );
+    expect(() => providersOf('providers:\n  anthropic: { api: responses }\n')).toThrow(
+      'Invalid configuration: providers.anthropic.api: expected chat_completions (the only API of an anthropic provider), got "responses"',
+    );
   });
 
   it('no providers and no model: nothing configured', () => {
@@ -109,7 +130,7 @@ describe('providers: section', () => {
     ],
     [
       'providers:\n  local:\n    kind: openai\n',
-      'Invalid configuration: providers.local.base_url: expected URL string (required for providers other than openai, anthropic and openrouter), got null',
+      'Invalid configuration: providers.local.base_url: expected URL string (required for providers other than openai, openai-codex, anthropic and openrouter), got null',
     ],
     [
       'providers:\n  auto: {}\n',
