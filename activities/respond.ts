@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import type { CacheRecovery } from '../contracts/conversation.js';
 import { FailureType } from '../contracts/failures.js';
 import { type CacheTtl, prepareContext } from '../engine/index.js';
+import type { NativeReplay } from '../engine/nativeCompaction.js';
 import { updateCompaction } from '../infra/db/compactions.js';
 import { type AppendOptions, type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
 import { selectConversation, totalsOf } from '../infra/db/conversations.js';
@@ -26,6 +27,7 @@ import {
 } from '../infra/llm/providers.js';
 import type { OnText } from '../infra/llm/streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage } from '../infra/llm/types.js';
+import { afterNativeCall, nativeRequest } from './responsesNative.js';
 
 export interface RespondDeps {
   db: Kysely<Database>;
@@ -50,6 +52,8 @@ export interface RespondInput {
   afterCompactionId: string | null;
   /** Publish the reply's text as the provider writes it, for the gateway that streams the turn (turnText.ts). */
   relay?: boolean;
+  /** SPEC §15.1: the conversation's `compact_threshold` for Responses requests; null or absent when not opted in. */
+  nativeCompactThreshold?: number | null;
 }
 
 export interface RespondResult {
@@ -63,6 +67,11 @@ export interface RespondResult {
   totals: { version: number; activeMessages: number; activeTokens: number };
   /** The batch sequence number of the reply when this attempt stored it (absent: stored by an earlier attempt). */
   replySeq?: number;
+  /**
+   * The reply came with a native checkpoint (SPEC §15.1): its reading measured the input before the server compacted
+   * it, so it is no verdict; the next real reading counts.
+   */
+  nativeCheckpoint?: boolean;
 }
 
 /**
@@ -87,6 +96,8 @@ export function respondDepsFrom(deps: {
 export interface TurnCall {
   provider: ProviderConfig;
   result: ChatResult;
+  /** The reply's native checkpoint (SPEC §15.1 replay data), stored with its turn record; null for most turns. */
+  replay?: NativeReplay | null;
 }
 
 /**
@@ -121,6 +132,7 @@ export function createTurnRunner(deps: RespondDeps) {
               cachingEnabled: turn.cachingEnabled,
               tokenEstimate: row.tokenEstimate,
               totals: totalsOf(conversation),
+              ...(turn.replay ? { nativeCheckpoint: true } : {}),
             };
             return { stored };
           }
@@ -148,9 +160,11 @@ export function createTurnRunner(deps: RespondDeps) {
       throw ApplicationFailure.nonRetryable(problem ?? 'no LLM provider is configured', type);
     }
     const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
+    // A Responses provider: from the newest native checkpoint on, with the gate's field (responsesNative.ts).
+    const native = await nativeRequest(db, input, client, rows);
     // The same prepared context as the gateway's /context route (engine/prepareContext.ts).
     const context = prepareContext(
-      rows.map((r) => r.message),
+      (native?.rows ?? rows).map((r) => r.message),
       { model: input.model, cachingRoute: provider.cachingRoute, cacheTtl: deps.cacheTtl },
     );
     const result = await chatCompletion({
@@ -160,8 +174,10 @@ export function createTurnRunner(deps: RespondDeps) {
       ...(input.tools ? { tools: input.tools } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onText ? { onText: options.onText } : {}),
+      ...(native?.leadingItems ? { leadingItems: native.leadingItems } : {}),
+      ...(native?.compactThreshold !== undefined ? { compactThreshold: native.compactThreshold } : {}),
     });
-    return { provider, result };
+    return { provider, result, replay: await afterNativeCall(db, input.tenantId, native, result) };
   }
 
   /**
@@ -171,7 +187,7 @@ export function createTurnRunner(deps: RespondDeps) {
    */
   async function store(
     input: RespondInput,
-    { provider, result }: TurnCall,
+    { provider, result, replay }: TurnCall,
     settle?: AppendOptions['settle'],
   ): Promise<{ result: RespondResult; appended: AppendResult } | null> {
     const appended = await appendToConversation(
@@ -199,6 +215,7 @@ export function createTurnRunner(deps: RespondDeps) {
             uncachedInputTokens: result.usage.uncached_input_tokens,
             cachingEnabled: result.cachingEnabled,
             afterCompactionId: input.afterCompactionId,
+            replay: replay ?? null,
           });
         },
       },
@@ -215,6 +232,7 @@ export function createTurnRunner(deps: RespondDeps) {
         tokenEstimate: reply.tokenEstimate,
         totals: appended.totals!,
         replySeq: appended.totals!.batchSeq,
+        ...(replay ? { nativeCheckpoint: true } : {}),
       },
     };
   }

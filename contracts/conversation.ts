@@ -163,6 +163,11 @@ export interface ConversationStatus {
   compacting: BackgroundCompaction | null;
   /** SPEC §12.1: whether prompt caching is on for the current model and provider, and why. */
   promptCaching: { enabled: boolean; reason: string; line: string };
+  /**
+   * SPEC §15.1: the `compact_threshold` a Responses request of this conversation sends where the gate lets it (the
+   * opt-in `compression.codex_responses_native` is on), else null. The rest of the gate is checked per request.
+   */
+  nativeCompactThreshold: number | null;
   cache: CacheTelemetry;
   notices: string[];
 }
@@ -232,6 +237,12 @@ export interface CarriedState {
   activeTokens: number;
   /** Live tokens when the last real reading was taken, not counting the rows that came with it (SPEC §7.6). */
   readingBaseTokens: number;
+  /**
+   * The newest native checkpoint the next request starts from (SPEC §15.1): the live tokens and messages its items
+   * stand in for. Until the next real reading the estimate counts only what came after it, and its messages never
+   * count toward the hygiene message limit. Cleared by a local or client compaction and a model switch.
+   */
+  nativeBase?: { tokens: number; messages: number } | null;
   /** The version right after the latest committed compaction: a reading of a batch accepted before it predates it. */
   lastCommitVersion: number;
   batches: AppliedBatches;

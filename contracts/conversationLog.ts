@@ -54,6 +54,11 @@ export interface StoredBatch {
    */
   readVersion?: number;
   /**
+   * With `turn`: the reply came with a native checkpoint (SPEC §15.1). Its reading is then left out (`usage` is
+   * absent): it measured the input before the server compacted it; the next real reading counts. Never quiet.
+   */
+  nativeCheckpoint?: boolean;
+  /**
    * The gateway runs a chat turn after this batch without waiting for the workflow (issue #11 §2): the workflow
    * runs the turn's preflight check on it as on a turn of its own. Absent otherwise.
    */

@@ -33,6 +33,11 @@ export interface QuietRules {
   lastPromptTokens: number;
   readingBaseTokens: number;
   /**
+   * The native checkpoint the next request starts from (SPEC §15.1; CarriedState.nativeBase): the live tokens and
+   * messages it stands in for. Absent: none.
+   */
+  nativeBase?: { tokens: number; messages: number };
+  /**
    * A chat turn may run in the gateway, its batches judged by these rules (absent in rules published before such
    * turns existed: no). False when automatic compaction blocks (SPEC §19 `background: false`: a turn's reply waits
    * for it) and while a compaction runs unless the workflow folds at its settlement (`foldsAtSettle`). A cache
@@ -117,6 +122,8 @@ export interface QuietBatchView {
   turn?: TurnUsage;
   /** With `turn`: the version its context was read at (a later commit voids the reading). */
   readVersion?: number;
+  /** With `turn`: the reply came with a native checkpoint (SPEC §15.1): the workflow must hear of it. */
+  nativeCheckpoint?: boolean;
 }
 
 const positive = (value: unknown): number | null =>
@@ -139,6 +146,7 @@ export function quietRulesOf(input: {
   pausedAtFixedPoint: boolean;
   turnsQuiet: boolean;
   gatewayTurns: boolean;
+  nativeBase?: { tokens: number; messages: number } | null;
 }): QuietRules {
   const s = input.compressor;
   const folds = input.compacting && input.foldsAtSettle;
@@ -156,6 +164,7 @@ export function quietRulesOf(input: {
     readingBaseTokens: input.readingBaseTokens,
     turnsQuiet: input.turnsQuiet && (!input.compacting || folds),
     gatewayTurns: input.gatewayTurns,
+    ...(input.nativeBase ? { nativeBase: { ...input.nativeBase } } : {}),
   };
 }
 
@@ -181,6 +190,7 @@ export function isQuiet(
 ): boolean {
   const turnFollows = options.turnFollows === true;
   const compacting = rules.compacting === true;
+  if (batch.nativeCheckpoint === true) return false;
   if (compacting && rules.foldsAtSettle !== true) return false;
   if ((turnFollows || batch.turn) && rules.turnsQuiet !== true) return false;
   if (batch.users > 0 && !rules.usersQuiet) return false;
@@ -195,10 +205,15 @@ export function isQuiet(
     if (lastPromptTokens >= rules.thresholdTokens) return false;
   }
   if (!rules.enabled || (!batch.incoming && !turnFollows)) return true;
+  // As the workflow judges it (workflows/conversation/state.ts hygieneHistory, contextTokens).
+  const native = rules.nativeBase ?? { tokens: 0, messages: 0 };
   const hygiene = batch.incoming
     ? gatewayHygieneDecision({
-        historyLength: Math.max(0, batch.activeMessages - batch.incoming.rows),
-        historyTokens: Math.max(0, batch.activeTokens - batch.incoming.tokens),
+        historyLength: Math.max(0, batch.activeMessages - batch.incoming.rows - native.messages),
+        historyTokens: Math.max(
+          0,
+          batch.activeTokens - batch.incoming.tokens - (lastPromptTokens > 0 ? 0 : native.tokens),
+        ),
         contextLength: rules.contextLength,
         lastPromptTokens,
         enabled: rules.enabled,
@@ -209,7 +224,10 @@ export function isQuiet(
   // With a reading the workflow runs no preflight check (the reading is the newest measure, SPEC §7.6); while a
   // background compaction runs, none starts another (ConversationEntity.maybeCompact).
   if (batch.usage || compacting) return true;
-  const context = lastPromptTokens > 0 ? lastPromptTokens + Math.max(0, batch.activeTokens - base) : batch.activeTokens;
+  const context =
+    lastPromptTokens > 0
+      ? lastPromptTokens + Math.max(0, batch.activeTokens - base)
+      : batch.activeTokens - native.tokens;
   return context < rules.thresholdTokens;
 }
 
@@ -265,6 +283,9 @@ export function quietReading(rules: QuietRules, fold: QuietFold | null, activeTo
   const { lastPromptTokens, base } = readingAfter(rules, fold);
   return {
     lastPromptTokens,
-    contextTokens: lastPromptTokens > 0 ? lastPromptTokens + Math.max(0, activeTokens - base) : activeTokens,
+    contextTokens:
+      lastPromptTokens > 0
+        ? lastPromptTokens + Math.max(0, activeTokens - base)
+        : activeTokens - (rules.nativeBase?.tokens ?? 0),
   };
 }

@@ -116,6 +116,13 @@ const statusProperties = {
     ),
   ),
   promptCaching: Type.Object({ enabled: Type.Boolean(), reason: Type.String(), line: Type.String() }),
+  nativeCompactThreshold: nullable(
+    Type.Integer({
+      minimum: 1,
+      description:
+        'SPEC §15.1: the compact_threshold sent to the Responses API where the gate lets it; null: opted out',
+    }),
+  ),
   cache: CacheTelemetrySchema,
   notices: Type.Array(Type.String()),
 };

@@ -1,6 +1,7 @@
 // The database schema as one typed interface (kysely). Mirrors migrations/; SPEC §13.1. JSON columns read as their
 // stored shapes (contracts/, engine/) and are written as JSON text; status and trigger columns use the contracts'
 // unions (their CHECK constraints list the same values).
+
 import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable, Updateable } from 'kysely';
 import type {
   CompactionSummaryBackend,
@@ -14,6 +15,7 @@ import type { ConversationStatus } from '../../contracts/conversation.js';
 import type { CompressorState } from '../../engine/compressorState.js';
 import type { SummaryFailureClass } from '../../engine/fallbackSummary.js';
 import type { NotifiedSince } from '../../engine/gatewayTurns.js';
+import type { NativeReplay } from '../../engine/nativeCompaction.js';
 import type { QuietFold, QuietRules } from '../../engine/quietBatches.js';
 import type { ContentPart, ToolCall } from '../../engine/types.js';
 
@@ -207,6 +209,8 @@ export interface TurnsTable {
   caching_enabled: boolean;
   after_compaction_id: string | null;
   created_at: Timestamp;
+  /** The reply's `compaction` items and their route (0015, SPEC §15.1 replay data); null for other turns. */
+  replay: NullableJson<NativeReplay>;
 }
 
 export interface Database {

@@ -210,3 +210,19 @@ export async function lockSession(tx: Kysely<Database>, tenantId: string, sessio
   if (!session) throw new SessionNotFoundError(sessionId);
   return session;
 }
+
+/**
+ * SPEC §15.1 rejection: the provider refused `context_management`, so the feature stays off for the rest of the
+ * session (kept on its row; a rotation's new session inherits it). Idempotent.
+ */
+export async function disableResponsesNative(db: Kysely<Database>, tenantId: string, sessionId: string): Promise<void> {
+  await withTenantWrite(db, tenantId, (tx) =>
+    tx
+      .updateTable('sessions')
+      .set({ responses_native_disabled: true })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', sessionId)
+      .where('responses_native_disabled', '=', false)
+      .execute(),
+  );
+}

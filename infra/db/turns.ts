@@ -1,6 +1,7 @@
 // Agent turns run by the system (chat backend mode) and their cache economics (migration 0004).
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { TurnUsage } from '../../contracts/conversation.js';
+import type { NativeReplay } from '../../engine/nativeCompaction.js';
 import type { Database } from './schema.js';
 import { READ_ONLY, type TenantTx, withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
@@ -20,6 +21,8 @@ export interface TurnRecord {
   uncachedInputTokens: number;
   cachingEnabled: boolean;
   afterCompactionId: string | null;
+  /** The reply's `compaction` items with the route that issued them (SPEC §15.1 replay data); null for most turns. */
+  replay?: NativeReplay | null;
 }
 
 /** Inserts the turn once (its id is the turn key; a retry changes nothing), in the caller's transaction. */
@@ -42,6 +45,7 @@ export async function insertTurn(tx: TenantTx, tenantId: string, turn: TurnRecor
       uncached_input_tokens: turn.uncachedInputTokens,
       caching_enabled: turn.cachingEnabled,
       after_compaction_id: turn.afterCompactionId,
+      replay: turn.replay ? JSON.stringify(turn.replay) : null,
     })
     .onConflict((oc) => oc.columns(['tenant_id', 'id']).doNothing())
     .execute();
@@ -71,6 +75,7 @@ export async function selectTurn(tx: TenantTx, id: string): Promise<TurnRecord |
     uncachedInputTokens: row.uncached_input_tokens,
     cachingEnabled: row.caching_enabled,
     afterCompactionId: row.after_compaction_id,
+    replay: row.replay,
   };
 }
 
@@ -88,4 +93,26 @@ export function turnUsage(turn: TurnRecord): TurnUsage {
 
 export function getTurn(db: Kysely<Database>, tenantId: string, id: string): Promise<TurnRecord | null> {
   return withTenant(db, tenantId, (tx) => selectTurn(tx, id), READ_ONLY);
+}
+
+/**
+ * The replay data of the replies among `messageIds` (SPEC §15.1), by message id, in the caller's tenant
+ * transaction: what a Responses request over those rows may send back.
+ */
+export async function selectReplays(
+  tx: TenantTx,
+  tenantId: string,
+  messageIds: readonly number[],
+): Promise<Map<number, NativeReplay>> {
+  if (messageIds.length === 0) return new Map();
+  const rows = await tx
+    .selectFrom('turns')
+    .select(['message_id', 'replay'])
+    .where('tenant_id', '=', tenantId)
+    .where('replay', 'is not', null)
+    .where(sql<boolean>`message_id = ANY(${[...messageIds]}::bigint[])`)
+    .execute();
+  const out = new Map<number, NativeReplay>();
+  for (const row of rows) if (row.message_id !== null && row.replay) out.set(row.message_id, row.replay);
+  return out;
 }

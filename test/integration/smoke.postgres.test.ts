@@ -58,6 +58,7 @@ describe('migrations', () => {
       '0012_inline_indexed_text',
       '0013_client_compaction',
       '0014_last_key',
+      '0015_turn_replay',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -98,6 +99,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0015_turn_replay', 'Success'],
       ['0014_last_key', 'Success'],
       ['0013_client_compaction', 'Success'],
       ['0012_inline_indexed_text', 'Success'],
@@ -114,6 +116,7 @@ describe('0010 down and up again', () => {
       '0012_inline_indexed_text',
       '0013_client_compaction',
       '0014_last_key',
+      '0015_turn_replay',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -140,7 +143,7 @@ describe('0014 on conversations stored before it', () => {
         );
       }
     }
-    expect((await migrateToLatest(testDb.db)).applied).toEqual(['0014_last_key']);
+    expect((await migrateToLatest(testDb.db)).applied).toEqual(['0014_last_key', '0015_turn_replay']);
     const rows = await testDb.db
       .selectFrom('conversations')
       .select(['id', 'last_key'])

@@ -65,6 +65,8 @@ export async function runDirectTurn(
     tools: turn.tools ?? null,
     // The compaction whose cache recovery the workflow measures, as it published it (the turn record's telemetry).
     afterCompactionId: published?.cache?.watching?.compactionId ?? null,
+    // SPEC §15.1 as the workflow published it (absent in a status written before native compaction existed).
+    nativeCompactThreshold: published?.nativeCompactThreshold ?? null,
   };
   let call: TurnCall;
   try {
@@ -79,17 +81,20 @@ export async function runDirectTurn(
   let recovery: CacheRecovery | null = null;
   const stored = await runner.store(input, call, (result, locked) => {
     const { usage } = call.result;
+    // A native checkpoint's reading is no verdict (SPEC §15.1): the batch says so instead of carrying it.
+    const checkpoint = call.replay ? { nativeCheckpoint: true } : null;
+    const reading = {
+      prompt_tokens: usage.prompt_tokens,
+      completion_tokens: usage.completion_tokens,
+      total_tokens: usage.total_tokens,
+    };
     reply = {
       ...storedBatchOf(result, {
         messages: [{ message: call.result.message, idempotencyKey: turn.turnId }],
-        usage: {
-          prompt_tokens: usage.prompt_tokens,
-          completion_tokens: usage.completion_tokens,
-          total_tokens: usage.total_tokens,
-        },
+        ...(checkpoint ? {} : { usage: reading }),
       }),
       // Counted once: a reply another attempt stored first is that attempt's turn.
-      ...(result.appended.length > 0 ? { turn: usage, readVersion: turn.readVersion } : {}),
+      ...(result.appended.length > 0 ? { turn: usage, readVersion: turn.readVersion, ...checkpoint } : {}),
     };
     const decided = decideNotification(locked, reply);
     decision = decided.decision;

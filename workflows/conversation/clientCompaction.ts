@@ -23,6 +23,7 @@ export async function adoptClientCompaction(
   absorbTotals(state, compaction);
   state.lastCommitVersion = Math.max(state.lastCommitVersion, compaction.version);
   state.readingBaseTokens = state.activeTokens;
+  state.nativeBase = null;
   state.userSinceCompaction = false;
   // The client's summary is not ours: a later compaction of the new session starts its own.
   engine.restoreState({ ...engine.exportState(), lastPromptTokens: 0, previousSummary: null });

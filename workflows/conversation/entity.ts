@@ -35,7 +35,16 @@ import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './b
 import { accountCacheUsage } from './cacheTelemetry.js';
 import { type CompactionOptions, runCompaction } from './compact.js';
 import { applyNotificationFold, quietRulesFor } from './quiet.js';
-import { absorbTotals, buildStatus, type CarriedState, contextTokens, markApplied } from './state.js';
+import {
+  absorbTotals,
+  buildStatus,
+  type CarriedState,
+  contextTokens,
+  hygieneHistory,
+  markApplied,
+  nativeThresholdOf,
+  recordNativeCheckpoint,
+} from './state.js';
 import { showInTemporalUi } from './visibility.js';
 
 const store = proxyActivities<ConversationActivities>(storeActivityOptions);
@@ -243,10 +252,8 @@ export class ConversationEntity {
   private hygieneDecision(incoming: NonNullable<StoredBatch['incoming']>) {
     const { state, engine } = this;
     return gatewayHygieneDecision({
-      historyLength: Math.max(0, state.activeMessages - incoming.rows),
-      historyTokens: Math.max(0, state.activeTokens - incoming.tokens),
+      ...hygieneHistory(state, engine, incoming),
       contextLength: state.contextLength,
-      lastPromptTokens: engine.exportState().lastPromptTokens,
       enabled: state.config.enabled,
       hardMessageLimit: state.config.hygieneHardMessageLimit,
     });
@@ -272,6 +279,7 @@ export class ConversationEntity {
     const measured = (batch.readVersion ?? batch.version) > state.lastCommitVersion;
     if (batch.turn) await this.countTurn(batch.turn, measured);
     let compaction: CompactionResult | null = null;
+    if (batch.nativeCheckpoint && measured) recordNativeCheckpoint(state, this.engine, batch.tokens);
     if (batch.usage && measured) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
       compaction = await this.afterResponse(batch.usage);
@@ -303,6 +311,7 @@ export class ConversationEntity {
     const { state, ids } = this;
     await this.apply(request.batch, { turnFollows: true });
     const responder = patched(LOCAL_RESPOND_PATCH) ? localModel : model;
+    const nativeThreshold = nativeThresholdOf(state, this.engine);
     const result = await responder.respond({
       tenantId: ids.tenantId,
       conversationId: ids.conversationId,
@@ -313,6 +322,7 @@ export class ConversationEntity {
       tools: request.tools ?? null,
       afterCompactionId: state.cache.watching?.compactionId ?? null,
       ...(request.relay ? { relay: true } : {}),
+      ...(nativeThreshold !== null ? { nativeCompactThreshold: nativeThreshold } : {}),
     });
     absorbTotals(state, result.totals);
     // The reply's batch is decided here (its post-response check follows): no gap behind it, one more decided batch.
@@ -322,7 +332,9 @@ export class ConversationEntity {
     }
     state.readingBaseTokens = result.totals.activeTokens - result.tokenEstimate;
     await this.countTurn(result.usage);
-    const compaction = await this.afterResponse(result.usage);
+    let compaction: CompactionResult | null = null;
+    if (result.nativeCheckpoint) recordNativeCheckpoint(state, this.engine, result.tokenEstimate);
+    else compaction = await this.afterResponse(result.usage);
     return {
       turnId: request.turnId,
       replyMessageId: result.messageId,

@@ -20,6 +20,8 @@ export async function switchModel(
   const contextLength = resolveWindow(request.model, provider, request.contextLength ?? null);
   const changed = request.model !== state.model || provider !== state.provider;
   conversation.engine.updateModel(request.model, contextLength, provider ?? undefined);
+  // Another route gets the whole transcript (a native checkpoint goes back only to its issuer, SPEC §15.1).
+  if (provider !== state.provider) state.nativeBase = null;
   Object.assign(state, { model: request.model, provider, contextLength });
   if (changed) conversation.notice(NOTICE_MODEL_SWITCH);
   await autoraiseNotice(conversation);

@@ -35,6 +35,8 @@ export function applyOutcome(
         state.lastCommitVersion = Math.max(state.lastCommitVersion, outcome.totals.version);
       }
       state.readingBaseTokens = state.activeTokens;
+      // A native checkpoint's rows may be archived now: estimates count the live transcript again.
+      state.nativeBase = null;
       state.userSinceCompaction = false;
       if (context.automatic) state.autoTimes.push(context.now);
       // The cached prefix beyond the system prompt is gone (SPEC §12.3): measure how it comes back.

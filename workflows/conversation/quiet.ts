@@ -34,6 +34,7 @@ export function quietRulesFor(
     pausedAtFixedPoint: state.autoPaused === 'fixed_point',
     turnsQuiet: state.host.background,
     gatewayTurns: state.host.background,
+    nativeBase: state.nativeBase ?? null,
   });
 }
 

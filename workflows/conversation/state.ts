@@ -17,6 +17,7 @@ import {
   normalizeCompressorState,
   promptCachingState,
 } from '../../engine/index.js';
+import { nativeCompactThreshold } from '../../engine/nativeCompaction.js';
 
 export const EMPTY_CACHE_TELEMETRY: CacheTelemetry = {
   turns: 0,
@@ -68,10 +69,52 @@ export function openingState(fields: OpeningFields): CarriedState {
   };
 }
 
+/** SPEC §15.1: the `compact_threshold` of this conversation's Responses requests, or null when not opted in. */
+export function nativeThresholdOf(state: CarriedState, engine: ContextCompressor): number | null {
+  return state.config.codexResponsesNative ? nativeCompactThreshold(state.config, engine.thresholdTokens) : null;
+}
+
 /** Tokens the next request is estimated to carry: last real reading + estimate of what came after it (§3.4). */
 export function contextTokens(state: CarriedState, engine: ContextCompressor): number {
   const last = engine.exportState().lastPromptTokens;
-  return last > 0 ? last + Math.max(0, state.activeTokens - state.readingBaseTokens) : state.activeTokens;
+  if (last > 0) return last + Math.max(0, state.activeTokens - state.readingBaseTokens);
+  // After a native checkpoint and before the next reading: what is sent besides its opaque items (SPEC §15.1).
+  return state.activeTokens - (state.nativeBase?.tokens ?? 0);
+}
+
+/**
+ * A reply that came with a native checkpoint (SPEC §15.1): the server compacted what came before it. Its reading
+ * measured the input before that, so it is neither a verdict nor a trigger: the reading is cleared, and until the
+ * next real one the estimate counts what is sent besides the checkpoint's opaque items — the reply (`replyTokens`)
+ * and what follows it.
+ */
+export function recordNativeCheckpoint(state: CarriedState, engine: ContextCompressor, replyTokens: number): void {
+  state.nativeBase = {
+    tokens: Math.max(0, state.activeTokens - replyTokens),
+    messages: Math.max(0, state.activeMessages - 1),
+  };
+  // As after any reply: what follows it is counted on top of the next reading (SPEC §7.6).
+  state.readingBaseTokens = state.nativeBase.tokens;
+  engine.restoreState({ ...engine.exportState(), lastPromptTokens: 0 });
+  state.autoSinceModelCall = false;
+}
+
+/**
+ * The history gateway hygiene judges (SPEC §11.2) before an incoming batch: the live transcript without the batch
+ * and without what a native checkpoint stands in for (SPEC §15.1; its tokens only until the next real reading).
+ */
+export function hygieneHistory(
+  state: CarriedState,
+  engine: ContextCompressor,
+  incoming: { rows: number; tokens: number },
+): { historyLength: number; historyTokens: number; lastPromptTokens: number } {
+  const lastPromptTokens = engine.exportState().lastPromptTokens;
+  const base = state.nativeBase ?? { tokens: 0, messages: 0 };
+  return {
+    historyLength: Math.max(0, state.activeMessages - incoming.rows - base.messages),
+    historyTokens: Math.max(0, state.activeTokens - incoming.tokens - (lastPromptTokens > 0 ? 0 : base.tokens)),
+    lastPromptTokens,
+  };
 }
 
 /** Takes totals that are newer than the ones the state holds (notifications and commits may arrive out of order). */
@@ -155,6 +198,7 @@ export function buildStatus(
     lastCompaction: state.lastCompaction,
     compacting: live.compacting,
     promptCaching: cachingOf(state.model, state.provider, state.cacheTtl),
+    nativeCompactThreshold: nativeThresholdOf(state, engine),
     cache: state.cache,
     notices: state.notices.slice(),
   };
@@ -192,6 +236,7 @@ export function startingStatus(input: ConversationInput, pendingItems: number, n
     lastCompaction: null,
     compacting: null,
     promptCaching: cachingOf(input.model, input.provider ?? null, null),
+    nativeCompactThreshold: null,
     cache: EMPTY_CACHE_TELEMETRY,
     notices: notices.slice(),
   };

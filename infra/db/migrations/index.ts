@@ -14,6 +14,7 @@ import * as m0011 from './0011_notified_since.js';
 import * as m0012 from './0012_inline_indexed_text.js';
 import * as m0013 from './0013_client_compaction.js';
 import * as m0014 from './0014_last_key.js';
+import * as m0015 from './0015_turn_replay.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0012_inline_indexed_text': m0012,
   '0013_client_compaction': m0013,
   '0014_last_key': m0014,
+  '0015_turn_replay': m0015,
 };
 
 export const migrationProvider: MigrationProvider = {

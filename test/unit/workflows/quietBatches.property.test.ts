@@ -35,6 +35,8 @@ const turnEvent: fc.Arbitrary<SimEvent> = fc.record({
   replyTokens: fc.integer({ min: 5, max: 2_000 }),
   prompt: fc.oneof({ weight: 9, arbitrary: fc.integer({ min: 1_000, max: 190_000 }) }, fc.constant(0)),
   cacheRead: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 190_000 })),
+  // Some replies come with a native checkpoint (SPEC §15.1): the next real reading counts, never theirs.
+  checkpoint: fc.oneof({ weight: 4, arbitrary: fc.constant(false) }, fc.constant(true)),
 });
 const event: fc.Arbitrary<SimEvent> = fc.oneof(
   { weight: 20, arbitrary: batchEvent },
@@ -102,6 +104,7 @@ const finalState = (sim: Sim) => ({
   hygieneCooldownUntil: sim.state.hygieneCooldownUntil,
   turnSeq: sim.state.turnSeq,
   cache: sim.state.cache,
+  nativeBase: sim.state.nativeBase ?? null,
 });
 
 /**

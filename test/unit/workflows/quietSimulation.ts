@@ -29,7 +29,14 @@ import { conversationBreaker, pruneAutoTimes, reachedFixedPoint } from '../../..
 import { accountCacheUsage, recoveryCompletedBy } from '../../../workflows/conversation/cacheTelemetry.js';
 import { applyOutcome } from '../../../workflows/conversation/outcome.js';
 import { applyNotificationFold, quietRulesFor } from '../../../workflows/conversation/quiet.js';
-import { absorbTotals, contextTokens, markApplied, openingState } from '../../../workflows/conversation/state.js';
+import {
+  absorbTotals,
+  contextTokens,
+  hygieneHistory,
+  markApplied,
+  openingState,
+  recordNativeCheckpoint,
+} from '../../../workflows/conversation/state.js';
 
 /** user: ends with a user message; exchange: user + assistant (usage); assistant: a reply (usage); tool: an assistant
  * tool call and its result; answered: user + assistant without usage; reply-ask: a reply (usage), then the user. */
@@ -38,7 +45,16 @@ export type MessageKind = 'user' | 'exchange' | 'assistant' | 'tool' | 'answered
  * usage and cache reads). */
 export type SimEvent =
   | { kind: 'batch'; message: MessageKind; rows: number; tokensPerRow: number; prompt: number | null }
-  | { kind: 'turn'; asks: 'user' | 'tool'; userTokens: number; replyTokens: number; prompt: number; cacheRead: number }
+  | {
+      kind: 'turn';
+      asks: 'user' | 'tool';
+      userTokens: number;
+      replyTokens: number;
+      prompt: number;
+      cacheRead: number;
+      /** The reply came with a native checkpoint (SPEC §15.1): its reading is no verdict. */
+      checkpoint?: boolean;
+    }
   | { kind: 'manual' }
   | { kind: 'tick'; ms: number };
 export interface SimOutcome {
@@ -287,7 +303,8 @@ export class SimConversation {
     }
     if (quiet || unwaited) {
       this.direct += 1;
-      const reply = { ...this.appendReply(event), turn: usage, readVersion: user.version };
+      const checkpoint = event.checkpoint ? { nativeCheckpoint: true } : {};
+      const reply = { ...this.appendReply(event), turn: usage, readVersion: user.version, ...checkpoint };
       const foldBefore = this.fold;
       if (!this.foldIfQuiet(reply)) {
         this.notify(reply);
@@ -311,20 +328,24 @@ export class SimConversation {
     state.processedBatches += 1;
     state.readingBaseTokens = reply.activeTokens - event.replyTokens;
     this.counted(accountCacheUsage(state.cache, usage));
-    this.engine.updateFromResponse(usage);
-    state.autoSinceModelCall = false;
-    this.maybeCompact('post_response');
+    if (event.checkpoint) {
+      recordNativeCheckpoint(state, this.engine, reply.tokens);
+    } else {
+      this.engine.updateFromResponse(usage);
+      state.autoSinceModelCall = false;
+      this.maybeCompact('post_response');
+    }
     this.publish();
   }
 
-  /** The model's reply to a turn, appended with its reading. */
+  /** The model's reply to a turn, appended with its reading (none for a native checkpoint's reply). */
   private appendReply(event: Extract<SimEvent, { kind: 'turn' }>): StoredBatch {
     return this.append({
       kind: 'batch',
       message: 'assistant',
       rows: 1,
       tokensPerRow: event.replyTokens,
-      prompt: event.prompt,
+      prompt: event.checkpoint ? null : event.prompt,
     });
   }
 
@@ -425,6 +446,7 @@ export class SimConversation {
       this.counted(accountCacheUsage(state.cache, batch.turn, { watched: measured }));
     }
     let compacted = false;
+    if (batch.nativeCheckpoint && measured) recordNativeCheckpoint(state, this.engine, batch.tokens);
     if (batch.usage && measured) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
       this.engine.updateFromResponse(batch.usage);
@@ -515,10 +537,8 @@ export class SimConversation {
   private hygieneDecision(incoming: NonNullable<StoredBatch['incoming']>) {
     const { state, engine } = this;
     return gatewayHygieneDecision({
-      historyLength: Math.max(0, state.activeMessages - incoming.rows),
-      historyTokens: Math.max(0, state.activeTokens - incoming.tokens),
+      ...hygieneHistory(state, engine, incoming),
       contextLength: state.contextLength,
-      lastPromptTokens: engine.exportState().lastPromptTokens,
       enabled: state.config.enabled,
       hardMessageLimit: state.config.hygieneHardMessageLimit,
     });
