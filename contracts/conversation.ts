@@ -26,6 +26,11 @@ export interface IncomingMessage {
 export interface SubmitMessages {
   messages: IncomingMessage[];
   usage?: Usage;
+  /**
+   * The batch's last assistant message came with a native checkpoint (SPEC §15.1): set by the gateway's drop-in
+   * Responses endpoint (then `usage` is absent: that reading is no verdict), never taken from a client's body.
+   */
+  nativeCheckpoint?: boolean;
 }
 
 /** What one compaction did, as the conversation workflow and the manual-compress update report it. */

@@ -38,6 +38,11 @@ export interface QuietRules {
    */
   nativeBase?: { tokens: number; messages: number };
   /**
+   * SPEC §15.1: the `compact_threshold` of the conversation's Responses requests where the gate lets it (absent: not
+   * opted in). Decides nothing here; published with the rules so that every request path has it from the start.
+   */
+  nativeCompactThreshold?: number;
+  /**
    * A chat turn may run in the gateway, its batches judged by these rules (absent in rules published before such
    * turns existed: no). False when automatic compaction blocks (SPEC §19 `background: false`: a turn's reply waits
    * for it) and while a compaction runs unless the workflow folds at its settlement (`foldsAtSettle`). A cache
@@ -147,6 +152,7 @@ export function quietRulesOf(input: {
   turnsQuiet: boolean;
   gatewayTurns: boolean;
   nativeBase?: { tokens: number; messages: number } | null;
+  nativeCompactThreshold?: number | null;
 }): QuietRules {
   const s = input.compressor;
   const folds = input.compacting && input.foldsAtSettle;
@@ -165,6 +171,9 @@ export function quietRulesOf(input: {
     turnsQuiet: input.turnsQuiet && (!input.compacting || folds),
     gatewayTurns: input.gatewayTurns,
     ...(input.nativeBase ? { nativeBase: { ...input.nativeBase } } : {}),
+    ...(typeof input.nativeCompactThreshold === 'number'
+      ? { nativeCompactThreshold: input.nativeCompactThreshold }
+      : {}),
   };
 }
 

@@ -226,3 +226,20 @@ export async function disableResponsesNative(db: Kysely<Database>, tenantId: str
       .execute(),
   );
 }
+
+/** Whether SPEC §15.1 native compaction was turned off for the session after a rejection. */
+export async function responsesNativeDisabled(db: Kysely<Database>, tenantId: string, sessionId: string) {
+  const row = await withTenant(
+    db,
+    tenantId,
+    (tx) =>
+      tx
+        .selectFrom('sessions')
+        .select('responses_native_disabled')
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', sessionId)
+        .executeTakeFirst(),
+    READ_ONLY,
+  );
+  return row?.responses_native_disabled === true;
+}

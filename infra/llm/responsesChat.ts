@@ -101,11 +101,22 @@ function finishReasonOf(
   return { finish: hasCalls ? 'tool_calls' : 'stop', raw: response.status ?? null };
 }
 
-/** The SPEC §15.1 rejection test on an SDK error (its status, and the error body's param / code / message). */
-function refusesContextManagement(err: unknown): boolean {
-  const e = err as { status?: unknown; param?: unknown; code?: unknown; message?: unknown; error?: unknown };
+/**
+ * The SPEC §15.1 rejection test on an SDK error or a drop-in's UpstreamHttpError (its status, and the error body's
+ * param / code / message).
+ */
+export function refusesContextManagement(err: unknown): boolean {
+  const e = err as {
+    status?: unknown;
+    param?: unknown;
+    code?: unknown;
+    message?: unknown;
+    error?: unknown;
+    body?: unknown;
+  };
   if (typeof e?.status !== 'number') return false;
-  const body = (typeof e.error === 'object' && e.error !== null ? e.error : {}) as Record<string, unknown>;
+  const inner = e.error ?? (e.body as { error?: unknown } | null | undefined)?.error;
+  const body = (typeof inner === 'object' && inner !== null ? inner : {}) as Record<string, unknown>;
   const str = (value: unknown) => (typeof value === 'string' ? value : null);
   return isNativeCompactionRejection({
     status: e.status,

@@ -66,7 +66,7 @@ export async function runDirectTurn(
     // The compaction whose cache recovery the workflow measures, as it published it (the turn record's telemetry).
     afterCompactionId: published?.cache?.watching?.compactionId ?? null,
     // SPEC §15.1 as the workflow published it (absent in a status written before native compaction existed).
-    nativeCompactThreshold: published?.nativeCompactThreshold ?? null,
+    nativeCompactThreshold: published?.nativeCompactThreshold ?? turn.head.quiet_rules?.nativeCompactThreshold ?? null,
   };
   let call: TurnCall;
   try {

@@ -65,6 +65,8 @@ export function storedBatchOf(result: AppendResult, batch: SubmitMessages): Stor
       stored.usageTailTokens = fromIndex(at);
     }
   }
+  // A native checkpoint counts only when its reply is new (a retried request's copy decides nothing again).
+  if (batch.nativeCheckpoint && stored.freshAssistant) stored.nativeCheckpoint = true;
   return stored;
 }
 

@@ -9,8 +9,9 @@ import {
   normalizeCompressorState,
   quietRulesOf,
 } from '../../engine/index.js';
+import { nativeCompactThreshold } from '../../engine/nativeCompaction.js';
 import { accountFoldedTurns } from './cacheTelemetry.js';
-import { absorbTotals, type CarriedState, markRangeApplied } from './state.js';
+import { absorbTotals, type CarriedState, markRangeApplied, nativeThresholdOf } from './state.js';
 
 /**
  * The rules the gateway judges the next batches by. `compacting`: a background compaction runs; `foldsAtSettle`:
@@ -35,6 +36,7 @@ export function quietRulesFor(
     turnsQuiet: state.host.background,
     gatewayTurns: state.host.background,
     nativeBase: state.nativeBase ?? null,
+    nativeCompactThreshold: nativeThresholdOf(state, engine),
   });
 }
 
@@ -69,6 +71,7 @@ export function startingQuietRules(
     // The tenant's host policy (`background`) is unknown here: turns wait for the workflow's first publication.
     turnsQuiet: false,
     gatewayTurns: false,
+    nativeCompactThreshold: config.codexResponsesNative ? nativeCompactThreshold(config, engine.thresholdTokens) : null,
   });
 }
 

@@ -24,13 +24,16 @@ export interface OpenAIDropin {
 }
 
 /**
- * The gateway (summaries by the fixed summariser) with `gpt-test` served by the fake OpenAI server, and an
- * `openrouter` provider (a caching route, SPEC §12.1) at the same fake serving `anthropic/claude-sonnet-5`.
+ * The gateway (summaries by the fixed summariser) with `gpt-test` served by the fake OpenAI server, an `openrouter`
+ * provider (a caching route, SPEC §12.1) at the same fake serving `anthropic/claude-sonnet-5`, and `openai-codex`
+ * there serving `gpt-5.6`.
  */
 export async function startOpenAIDropin(): Promise<OpenAIDropin> {
   const openai = await startOpenAIFake();
   const openrouter = `  openrouter: { base_url: "${openai.origin}/v1", api_key_env: FAKE_OPENAI_KEY, models: ["${ROUTED_CLAUDE}"] }`;
-  const { summarizerFor: _unused, ...llm } = fakeOpenAIProvider(openai, [openrouter]).llm;
+  // The Codex route (SPEC §15.1 gate 4: native compaction is sent there) at the same fake, serving gpt-5.6.
+  const codex = `  openai-codex: { base_url: "${openai.origin}/v1", api_key_env: FAKE_OPENAI_KEY, models: [gpt-5.6] }`;
+  const { summarizerFor: _unused, ...llm } = fakeOpenAIProvider(openai, [openrouter, codex]).llm;
   const gw = await startGatewayHarness({ summarizer: fixedSummarizer, stack: { activityDeps: llm } });
   return {
     openai,

@@ -15,6 +15,7 @@ import type { ChatMessage, Usage } from '../../../engine/types.js';
 import { recordClientCompaction } from '../../../infra/db/clientCompaction.js';
 import { storedHistoryKeys } from '../../../infra/db/historyKeys.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
+import type { ConversationRow } from '../../../infra/db/schema.js';
 import { MAX_LINEAGE_HOPS } from '../../../infra/db/sessions.js';
 import type { Conversations } from '../conversations.js';
 import { InvalidRequestError } from '../errors.js';
@@ -45,8 +46,16 @@ export interface DropinTurn {
   conversationId: string | null;
   /** The conversation was compacted: its transcript, for the provider instead of the client's messages. */
   compacted: ChatMessage[] | null;
-  /** Stores the reply with the provider's usage; resolves to the conversation that holds it. */
-  store(reply: ChatMessage, usage: Usage | undefined): Promise<string>;
+  /**
+   * Stores the reply with the provider's usage; resolves to the conversation that holds it. `nativeCheckpoint`: the
+   * reply came with one (SPEC §15.1), so its reading is left out.
+   */
+  store(reply: ChatMessage, usage: Usage | undefined, options?: { nativeCheckpoint?: boolean }): Promise<string>;
+  /**
+   * SPEC §15.1 as the conversation's workflow published it: its `compact_threshold` (null: not opted in, or not
+   * published yet) and the session the feature may be turned off on.
+   */
+  native: { compactThreshold: number | null; sessionId: string } | null;
   /** The request is the client's own compaction: passed through, its reply recorded as the client's summary. */
   clientCompaction: boolean;
 }
@@ -67,6 +76,14 @@ interface Target {
   prefix: string;
   /** The current session, when the client's own compaction started it and the workflow may not have heard. */
   unheardRotation: string | null;
+}
+
+/**
+ * SPEC §15.1 threshold of a conversation as its row holds it: the workflow's status, else its rules (the starting
+ * rules of a conversation the workflow has not published for yet carry it too).
+ */
+function nativeThresholdOfRow(row: ConversationRow): number | null {
+  return row.state?.nativeCompactThreshold ?? row.quiet_rules?.nativeCompactThreshold ?? null;
 }
 
 /** The key prefix of a conversation's drop-in messages: the dialect's, and after a client compaction its floor. */
@@ -109,35 +126,50 @@ export class DropinFlow {
       // Passed through as the client sent it; stored with its reply after the call, without the reading (the
       // summary request measures the transcript the client is about to leave): it decides nothing.
       const store = (reply: ChatMessage) => this.storeClientCompaction(tenantId, first, history, reply, start);
-      return { conversationId: first.conversationId, compacted: null, store, clientCompaction };
+      return { conversationId: first.conversationId, compacted: null, store, clientCompaction, native: null };
     }
-    const storeIn = (matched: Target) => (reply: ChatMessage, usage: Usage | undefined) =>
-      this.storeReply(tenantId, matched, history, reply, usage, start);
-    if (first.branchFrom) return { conversationId: null, compacted: null, store: storeIn(first), clientCompaction };
+    const storeIn =
+      (matched: Target) => (reply: ChatMessage, usage: Usage | undefined, options?: { nativeCheckpoint?: boolean }) =>
+        this.storeReply(tenantId, matched, history, reply, usage, start, options?.nativeCheckpoint === true);
+    if (first.branchFrom) {
+      return { conversationId: null, compacted: null, store: storeIn(first), clientCompaction, native: null };
+    }
     // The new messages go right after the stored ones they follow: when another request stored something in
     // between (a concurrent request of another history), the history is matched again — once, then stored as
     // before (a conversation our own API wrote to as well has other keys last).
     let stored = await this.storeHistory(tenantId, first, history, start, { guarded: true });
     if (stored[0]?.stale) {
       target = await this.target(tenantId, history, header);
-      if (target.branchFrom) return { conversationId: null, compacted: null, store: storeIn(target), clientCompaction };
+      if (target.branchFrom) {
+        return { conversationId: null, compacted: null, store: storeIn(target), clientCompaction, native: null };
+      }
       stored = await this.storeHistory(tenantId, target, history, start);
     }
     const store = storeIn(target);
     const { conversations } = this;
-    let decided: { compactions: number; sessionId: string } | null = null;
+    let decided: { compactions: number; sessionId: string; nativeThreshold: number | null } | null = null;
     for (const submitted of stored) {
       const { head } = submitted;
       decided = submitted.decided
-        ? { compactions: head.state?.compressionCount ?? 0, sessionId: head.current_session_id }
+        ? {
+            compactions: head.state?.compressionCount ?? 0,
+            sessionId: head.current_session_id,
+            nativeThreshold: nativeThresholdOfRow(head),
+          }
         : null;
     }
     if (!decided) {
       const status = await conversations.syncForRead(tenantId, target.conversationId);
-      decided = { compactions: status.compressionCount, sessionId: status.sessionId };
+      const head = stored.at(-1)?.head;
+      decided = {
+        compactions: status.compressionCount,
+        sessionId: status.sessionId,
+        nativeThreshold: status.nativeCompactThreshold ?? (head ? nativeThresholdOfRow(head) : null),
+      };
     }
     const compacted = decided.compactions > 0 ? await this.compactedTranscript(tenantId, decided.sessionId) : null;
-    return { conversationId: target.conversationId, compacted, store, clientCompaction };
+    const native = { compactThreshold: decided.nativeThreshold, sessionId: decided.sessionId };
+    return { conversationId: target.conversationId, compacted, store, clientCompaction, native };
   }
 
   /**
@@ -276,9 +308,10 @@ export class DropinFlow {
     reply: ChatMessage,
     usage: Usage | undefined,
     start: DropinStart,
+    nativeCheckpoint = false,
   ): Promise<string> {
     const replyItem = { message: reply, idempotencyKey: historyKey(target.prefix, history.length, reply) };
-    const withUsage = usage ? { usage } : {};
+    const withUsage = nativeCheckpoint ? { nativeCheckpoint } : usage ? { usage } : {};
     if (!target.branchFrom) {
       // Committed while the client reads it (pendingWrites.ts): its next request waits for the commit here, or
       // carries the reply in its history anyway; on another gateway the reply lands only right after the history

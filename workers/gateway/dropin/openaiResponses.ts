@@ -4,11 +4,16 @@
 // the model gets the client's own request while the conversation was never compacted (reasoning items included), or
 // the same request with the compacted, sanitised transcript as `instructions` and `input` (reasoning items, whose
 // preceding content changed, are then left out and counted). The reply — the response's output items — is stored
-// with the provider's usage.
+// with the provider's usage. SPEC §15.1: where the gate lets it and the client did not set it, the request carries
+// `context_management` with the conversation's threshold; the client keeps the returned `compaction` items and sends
+// them back (its input is passed through); a reply that carries one is stored without its reading.
 
 import { prepareContext } from '../../../engine/index.js';
+import { compactionItemsOf, contextManagementField, nativeCompactionGate } from '../../../engine/nativeCompaction.js';
 import type { ChatMessage, Usage } from '../../../engine/types.js';
+import { disableResponsesNative, responsesNativeDisabled } from '../../../infra/db/sessions.js';
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
+import { refusesContextManagement } from '../../../infra/llm/responsesChat.js';
 import { fromResponsesInput, toResponsesInput } from '../../../infra/llm/responsesItems.js';
 import {
   createResponse,
@@ -18,8 +23,7 @@ import {
   streamResponse,
 } from '../../../infra/llm/responsesPassthrough.js';
 import { sseFrame } from '../sse.js';
-import { DropinFlow, DropinRequestError } from './conversationFlow.js';
-import type { StoreReply } from './streamedReply.js';
+import { DropinFlow, DropinRequestError, type DropinTurn } from './conversationFlow.js';
 import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
 
 const SOURCE = 'openai-responses';
@@ -46,13 +50,19 @@ export function replyOfResponse(response: Pick<ResponseObject, 'output'>): ChatM
   return fromResponsesInput(undefined, response.output)[0] ?? { role: 'assistant', content: '' };
 }
 
+/** The reply of a response to the store: with its reading, or without it when it carries a native checkpoint. */
+function storeResponse(store: DropinTurn['store'], response: ResponseObject): Promise<string> {
+  const checkpoint = compactionItemsOf(response.output ?? []).length > 0;
+  // SPEC §15.1: that reading measured the input before the server compacted it; the next real reading counts.
+  if (checkpoint) return store(replyOfResponse(response), undefined, { nativeCheckpoint: true });
+  return store(replyOfResponse(response), responsesUsage(response.usage));
+}
+
 /** The client's events as the provider sent them; the reply (from `response.completed`) goes to the store first. */
-async function* relay(events: AsyncIterable<ResponseStreamEvent>, store: StoreReply): AsyncGenerator<string> {
+async function* relay(events: AsyncIterable<ResponseStreamEvent>, store: DropinTurn['store']): AsyncGenerator<string> {
   try {
     for await (const event of events) {
-      if (event.type === 'response.completed') {
-        await store(replyOfResponse(event.response), responsesUsage(event.response.usage));
-      }
+      if (event.type === 'response.completed') await storeResponse(store, event.response);
       yield sseFrame(event.type, event);
     }
   } catch (err) {
@@ -97,8 +107,11 @@ export class OpenAIResponses {
     const reasoningDropped = turn.compacted ? reasoningItems(body.input) : 0;
     const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
     const client = this.upstreams.clientFor(provider);
+    const native = await this.nativeField(tenantId, body, provider, turn);
+    const send = <T>(call: (request: ResponsesBody) => Promise<T>) =>
+      this.withNative(tenantId, upstream, native, turn, call);
     if (body.stream === true) {
-      const events = await streamResponse(client, provider.id, { ...upstream, stream: true });
+      const events = await send((request) => streamResponse(client, provider.id, { ...request, stream: true }));
       return {
         kind: 'stream',
         conversationId: turn.conversationId,
@@ -106,9 +119,47 @@ export class OpenAIResponses {
         frames: relay(events, turn.store),
       };
     }
-    const response = await createResponse(client, provider.id, upstream);
-    const conversationId = await turn.store(replyOfResponse(response), responsesUsage(response.usage));
+    const response = await send((request) => createResponse(client, provider.id, request));
+    const conversationId = await storeResponse(turn.store, response);
     return { kind: 'json', conversationId, reasoningDropped, response };
+  }
+
+  /**
+   * SPEC §15.1 on the client's request: the `context_management` field the gate lets us add (the conversation's
+   * published threshold; never when the client set the field itself), or null.
+   */
+  private async nativeField(
+    tenantId: string,
+    body: ResponsesBody,
+    provider: ProviderConfig,
+    turn: DropinTurn,
+  ): Promise<ReturnType<typeof contextManagementField> | null> {
+    const threshold = turn.native?.compactThreshold ?? null;
+    if (!turn.native || threshold === null || 'context_management' in body) return null;
+    const route = { api: 'responses' as const, model: body.model, provider: provider.id, baseUrl: provider.baseUrl };
+    if (!nativeCompactionGate({ codexResponsesNative: true }, { ...route, disabledForSession: false }).send)
+      return null;
+    const { db } = this.deps.conversations;
+    if (await responsesNativeDisabled(db, tenantId, turn.native.sessionId)) return null;
+    return contextManagementField(threshold);
+  }
+
+  /** The call with the field; when the provider refuses it: off for the session, and the same call once without. */
+  private async withNative<T>(
+    tenantId: string,
+    request: ResponsesBody,
+    native: ReturnType<typeof contextManagementField> | null,
+    turn: DropinTurn,
+    call: (request: ResponsesBody) => Promise<T>,
+  ): Promise<T> {
+    if (!native || !turn.native) return call(request);
+    try {
+      return await call({ ...request, context_management: native });
+    } catch (err) {
+      if (!refusesContextManagement(err)) throw err;
+      await disableResponsesNative(this.deps.conversations.db, tenantId, turn.native.sessionId);
+      return call(request);
+    }
   }
 
   /** The request with the conversation's compacted, sanitised transcript as instructions and input. */
