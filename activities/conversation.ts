@@ -18,6 +18,7 @@ import {
   type HostPolicy,
 } from '../engine/index.js';
 import { resolveTenantCompressionConfig, resolveTenantHostPolicy } from '../infra/config/tenantPolicy.js';
+import { createCompactionRecord, updateCompaction } from '../infra/db/compactions.js';
 import { createConversation, type LogTotals, recordApplied, totalsOf } from '../infra/db/conversations.js';
 import { openNotification } from '../infra/db/quietBatches.js';
 import type { Database } from '../infra/db/schema.js';
@@ -151,6 +152,27 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
 
     async loadTenantConfig(input: { tenantId: string }): Promise<TenantConfig> {
       return tenantConfig(input.tenantId);
+    },
+
+    /**
+     * SPEC §15.1: the record of a checkpoint the Responses server made (trigger `responses_native`, in place, no
+     * rows change), which the cache economics measured after it are written to. Idempotent.
+     */
+    async recordNativeCompaction(input: {
+      tenantId: string;
+      conversationId: string;
+      sessionId: string;
+      compactionId: string;
+    }): Promise<void> {
+      await createCompactionRecord(db, input.tenantId, {
+        id: input.compactionId,
+        sessionId: input.sessionId,
+        conversationId: input.conversationId,
+        seq: 0,
+        trigger: 'responses_native',
+        inPlace: true,
+      });
+      await updateCompaction(db, input.tenantId, input.compactionId, { status: 'committed' });
     },
 
     /** SPEC §19 tenant breaker: the tenant's automatic compactions committed within the last `sinceMs`. */

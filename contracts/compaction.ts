@@ -3,8 +3,10 @@
 import type { CompressionStats, SummaryFailureClass } from '../engine/index.js';
 
 /**
- * SPEC §13.1 / §16.4 compaction triggers, and `client`: a drop-in client's own compaction, recorded when the
- * gateway passed its summary request through (issue #12; the spec is silent on clients that compact themselves).
+ * SPEC §13.1 / §16.4 compaction triggers, `client`: a drop-in client's own compaction, recorded when the gateway
+ * passed its summary request through (issue #12; the spec is silent on clients that compact themselves), and
+ * `responses_native`: a checkpoint the OpenAI Responses server made (SPEC §15.1; recorded, no rows change, for its
+ * cache economics — the spec names no trigger for it).
  */
 export const COMPACTION_TRIGGERS = [
   'preflight',
@@ -13,10 +15,16 @@ export const COMPACTION_TRIGGERS = [
   'hygiene',
   'codex_app_server',
   'client',
+  'responses_native',
 ] as const;
 export type StoredCompactionTrigger = (typeof COMPACTION_TRIGGERS)[number];
-/** Triggers recorded for compactions someone else ran (an app-server session, SPEC §15.2; a drop-in client). */
-export const RECORDED_TRIGGERS = ['codex_app_server', 'client'] as const satisfies readonly StoredCompactionTrigger[];
+/** Triggers recorded for compactions someone else ran (an app-server session, SPEC §15.2; a drop-in client; the
+ * Responses server, SPEC §15.1). */
+export const RECORDED_TRIGGERS = [
+  'codex_app_server',
+  'client',
+  'responses_native',
+] as const satisfies readonly StoredCompactionTrigger[];
 /** The triggers this host starts. */
 export type CompactionTrigger = Exclude<StoredCompactionTrigger, (typeof RECORDED_TRIGGERS)[number]>;
 

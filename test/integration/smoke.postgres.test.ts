@@ -59,6 +59,7 @@ describe('migrations', () => {
       '0013_client_compaction',
       '0014_last_key',
       '0015_turn_replay',
+      '0016_native_trigger',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -99,6 +100,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0016_native_trigger', 'Success'],
       ['0015_turn_replay', 'Success'],
       ['0014_last_key', 'Success'],
       ['0013_client_compaction', 'Success'],
@@ -117,6 +119,7 @@ describe('0010 down and up again', () => {
       '0013_client_compaction',
       '0014_last_key',
       '0015_turn_replay',
+      '0016_native_trigger',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -143,7 +146,11 @@ describe('0014 on conversations stored before it', () => {
         );
       }
     }
-    expect((await migrateToLatest(testDb.db)).applied).toEqual(['0014_last_key', '0015_turn_replay']);
+    expect((await migrateToLatest(testDb.db)).applied).toEqual([
+      '0014_last_key',
+      '0015_turn_replay',
+      '0016_native_trigger',
+    ]);
     const rows = await testDb.db
       .selectFrom('conversations')
       .select(['id', 'last_key'])

@@ -42,6 +42,7 @@ import {
   contextTokens,
   hygieneHistory,
   markApplied,
+  nativeCompactionId,
   nativeThresholdOf,
   recordNativeCheckpoint,
 } from './state.js';
@@ -279,7 +280,9 @@ export class ConversationEntity {
     const measured = (batch.readVersion ?? batch.version) > state.lastCommitVersion;
     if (batch.turn) await this.countTurn(batch.turn, measured);
     let compaction: CompactionResult | null = null;
-    if (batch.nativeCheckpoint && measured) recordNativeCheckpoint(state, this.engine, batch.tokens);
+    if (batch.nativeCheckpoint && measured) {
+      await this.nativeCheckpoint(batch.tokens, nativeCompactionId(this.ids.conversationId, { seq: batch.seq }));
+    }
     if (batch.usage && measured) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
       compaction = await this.afterResponse(batch.usage);
@@ -297,6 +300,16 @@ export class ConversationEntity {
   async applyNotification(notification: NotificationFold | undefined): Promise<void> {
     const recovery = applyNotificationFold(this.state, this.engine, notification);
     if (recovery) await this.recordRecovery(recovery);
+  }
+
+  /** A native checkpoint (SPEC §15.1): its record first (best effort), then the state (state.ts). */
+  private async nativeCheckpoint(replyTokens: number, compactionId: string): Promise<void> {
+    const { ids, state } = this;
+    const recorded = await this.safely('recording the native checkpoint', async () => {
+      await store.recordNativeCompaction({ ...ids, sessionId: state.sessionId, compactionId });
+      return true;
+    });
+    recordNativeCheckpoint(state, this.engine, replyTokens, recorded ? compactionId : null);
   }
 
   /** Post-response (§7.6): record the reading; at most one automatic compaction before the next call. */
@@ -333,8 +346,10 @@ export class ConversationEntity {
     state.readingBaseTokens = result.totals.activeTokens - result.tokenEstimate;
     await this.countTurn(result.usage);
     let compaction: CompactionResult | null = null;
-    if (result.nativeCheckpoint) recordNativeCheckpoint(state, this.engine, result.tokenEstimate);
-    else compaction = await this.afterResponse(result.usage);
+    if (result.nativeCheckpoint) {
+      const id = nativeCompactionId(ids.conversationId, { seq: result.replySeq ?? null, messageId: result.messageId });
+      await this.nativeCheckpoint(result.tokenEstimate, id);
+    } else compaction = await this.afterResponse(result.usage);
     return {
       turnId: request.turnId,
       replyMessageId: result.messageId,

@@ -86,9 +86,14 @@ export function contextTokens(state: CarriedState, engine: ContextCompressor): n
  * A reply that came with a native checkpoint (SPEC §15.1): the server compacted what came before it. Its reading
  * measured the input before that, so it is neither a verdict nor a trigger: the reading is cleared, and until the
  * next real one the estimate counts what is sent besides the checkpoint's opaque items — the reply (`replyTokens`)
- * and what follows it.
+ * and what follows it. Its record (`compactionId`, written by the caller) gets the cache economics after it.
  */
-export function recordNativeCheckpoint(state: CarriedState, engine: ContextCompressor, replyTokens: number): void {
+export function recordNativeCheckpoint(
+  state: CarriedState,
+  engine: ContextCompressor,
+  replyTokens: number,
+  compactionId: string | null,
+): void {
   state.nativeBase = {
     tokens: Math.max(0, state.activeTokens - replyTokens),
     messages: Math.max(0, state.activeMessages - 1),
@@ -97,6 +102,15 @@ export function recordNativeCheckpoint(state: CarriedState, engine: ContextCompr
   state.readingBaseTokens = state.nativeBase.tokens;
   engine.restoreState({ ...engine.exportState(), lastPromptTokens: 0 });
   state.autoSinceModelCall = false;
+  // The cached prefix after it is new (SPEC §12.3): measured on its record as after a local compaction.
+  if (compactionId !== null) state.cache.watching = { compactionId, turnsSince: 0, rewriteTokens: null };
+}
+
+/** The id of the record of a native checkpoint: its reply's batch in the conversation (or, else, its row). */
+export function nativeCompactionId(conversationId: string, reply: { seq?: number | null; messageId?: number }): string {
+  return typeof reply.seq === 'number'
+    ? `native:${conversationId}:${reply.seq}`
+    : `native:${conversationId}:m${reply.messageId}`;
 }
 
 /**

@@ -15,6 +15,7 @@ import * as m0012 from './0012_inline_indexed_text.js';
 import * as m0013 from './0013_client_compaction.js';
 import * as m0014 from './0014_last_key.js';
 import * as m0015 from './0015_turn_replay.js';
+import * as m0016 from './0016_native_trigger.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0013_client_compaction': m0013,
   '0014_last_key': m0014,
   '0015_turn_replay': m0015,
+  '0016_native_trigger': m0016,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -100,11 +100,22 @@ describe('native compaction on the openai-codex route', () => {
     expect(input[2]?.content[0].text).toBe(LONG_QUESTION);
     expect(sent(1).instructions).toBeDefined();
 
-    // No false local trigger: the 74,500 reading measured the input before the server compacted it.
+    // No false local trigger: the 74,500 reading measured the input before the server compacted it. The
+    // checkpoint has a record of its own (no rows changed), where the cache economics after it are measured.
     const status = await stack.client.settled(t, conv);
-    expect(await compactionsOf(testDb.db, t)).toEqual([]);
     expect(second.status.lastPromptTokens).toBe(3_100);
     expect(status.contextTokens).toBeLessThan(10_000);
+    expect(status.cache.watching).toMatchObject({ compactionId: expect.stringMatching(/^native:/) });
+    openai.enqueue(
+      reply('Done.', {
+        usage: { input_tokens: 3_300, output_tokens: 5, input_tokens_details: { cached_tokens: 3_000 } },
+      }),
+    );
+    await turn(t, conv, 'Anything else?');
+    const records = await compactionsOf(testDb.db, t);
+    expect(records.map((c) => [c.trigger, c.status, c.in_place])).toEqual([['responses_native', 'committed', true]]);
+    // The first request after it wrote nothing to the cache (the fake reports none), reads recovered on the next.
+    expect(records[0]).toMatchObject({ cache_rewrite_tokens: 0, cache_recovery_turns: 2 });
 
     // Kept with the turn record, never in the message: not in its content, its estimate, or search.
     const rows = await activeTranscript(testDb.db, t, status.sessionId);
@@ -116,6 +127,7 @@ describe('native compaction on the openai-codex route', () => {
     );
     expect(turns.map((r) => r.replay?.items.map((item) => item.encrypted_content) ?? null)).toEqual([
       ['gAAAA-checkpoint-1'],
+      null,
       null,
     ]);
     expect(turns[0]?.replay?.origin).toMatchObject({ provider: 'openai-codex', baseUrl: openai.baseURL });
@@ -152,7 +164,7 @@ describe('native compaction on the openai-codex route', () => {
     await turn(t, conv, LONG_QUESTION);
     expect(sent(2).input[0]).toEqual(expect.objectContaining({ encrypted_content: 'gAAAA-gateway' }));
     await stack.client.settled(t, conv);
-    expect(await compactionsOf(testDb.db, t)).toEqual([]);
+    expect((await compactionsOf(testDb.db, t)).map((c) => c.trigger)).toEqual(['responses_native']);
   });
 
   it('the same readings without a checkpoint (opted out): no field, the whole transcript, a local compaction', async () => {

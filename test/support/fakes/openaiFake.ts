@@ -175,7 +175,9 @@ function responseObject(step: ReplyStep, model: string): WireResponse {
       arguments: JSON.stringify(call.input),
     });
   });
-  const given = step.usage as { input_tokens?: number; output_tokens?: number } | undefined;
+  const given = step.usage as
+    | { input_tokens?: number; output_tokens?: number; input_tokens_details?: Record<string, number> }
+    | undefined;
   const input = given?.input_tokens ?? OPENAI_DEFAULT_USAGE.prompt_tokens;
   const outputTokens = given?.output_tokens ?? OPENAI_DEFAULT_USAGE.completion_tokens;
   return {
@@ -193,7 +195,7 @@ function responseObject(step: ReplyStep, model: string): WireResponse {
       tools: [],
       usage: {
         input_tokens: input,
-        input_tokens_details: { cached_tokens: 0 },
+        input_tokens_details: { cached_tokens: 0, ...given?.input_tokens_details },
         output_tokens: outputTokens,
         output_tokens_details: { reasoning_tokens: 0 },
         total_tokens: input + outputTokens,

@@ -329,7 +329,7 @@ export class SimConversation {
     state.readingBaseTokens = reply.activeTokens - event.replyTokens;
     this.counted(accountCacheUsage(state.cache, usage));
     if (event.checkpoint) {
-      recordNativeCheckpoint(state, this.engine, reply.tokens);
+      recordNativeCheckpoint(state, this.engine, reply.tokens, `native-${reply.seq}`);
     } else {
       this.engine.updateFromResponse(usage);
       state.autoSinceModelCall = false;
@@ -446,7 +446,8 @@ export class SimConversation {
       this.counted(accountCacheUsage(state.cache, batch.turn, { watched: measured }));
     }
     let compacted = false;
-    if (batch.nativeCheckpoint && measured) recordNativeCheckpoint(state, this.engine, batch.tokens);
+    if (batch.nativeCheckpoint && measured)
+      recordNativeCheckpoint(state, this.engine, batch.tokens, `native-${batch.seq}`);
     if (batch.usage && measured) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
       this.engine.updateFromResponse(batch.usage);
