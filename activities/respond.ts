@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import type { CacheRecovery } from '../contracts/conversation.js';
 import { FailureType } from '../contracts/failures.js';
 import { type CacheTtl, prepareContext } from '../engine/index.js';
-import type { NativeReplay } from '../engine/nativeCompaction.js';
+import type { NativeCovered, NativeReplay } from '../engine/nativeCompaction.js';
 import { updateCompaction } from '../infra/db/compactions.js';
 import { type AppendOptions, type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
 import { selectConversation, totalsOf } from '../infra/db/conversations.js';
@@ -72,6 +72,8 @@ export interface RespondResult {
    * it, so it is no verdict; the next real reading counts.
    */
   nativeCheckpoint?: boolean;
+  /** With `nativeCheckpoint` when this attempt stored it: what the checkpoint stands in for. */
+  nativeCovered?: NativeCovered;
 }
 
 /**
@@ -98,6 +100,8 @@ export interface TurnCall {
   result: ChatResult;
   /** The reply's native checkpoint (SPEC §15.1 replay data), stored with its turn record; null for most turns. */
   replay?: NativeReplay | null;
+  /** With `replay`: what the checkpoint stands in for among the rows the turn read. */
+  nativeCovered?: NativeCovered;
 }
 
 /**
@@ -177,7 +181,12 @@ export function createTurnRunner(deps: RespondDeps) {
       ...(native?.leadingItems ? { leadingItems: native.leadingItems } : {}),
       ...(native?.compactThreshold !== undefined ? { compactThreshold: native.compactThreshold } : {}),
     });
-    return { provider, result, replay: await afterNativeCall(db, input.tenantId, native, result) };
+    const checkpoint = await afterNativeCall(db, input.tenantId, native, result, rows);
+    return {
+      provider,
+      result,
+      ...(checkpoint ? { replay: checkpoint.replay, nativeCovered: checkpoint.covered } : {}),
+    };
   }
 
   /**
@@ -187,7 +196,7 @@ export function createTurnRunner(deps: RespondDeps) {
    */
   async function store(
     input: RespondInput,
-    { provider, result, replay }: TurnCall,
+    { provider, result, replay, nativeCovered }: TurnCall,
     settle?: AppendOptions['settle'],
   ): Promise<{ result: RespondResult; appended: AppendResult } | null> {
     const appended = await appendToConversation(
@@ -233,6 +242,7 @@ export function createTurnRunner(deps: RespondDeps) {
         totals: appended.totals!,
         replySeq: appended.totals!.batchSeq,
         ...(replay ? { nativeCheckpoint: true } : {}),
+        ...(replay && nativeCovered ? { nativeCovered } : {}),
       },
     };
   }

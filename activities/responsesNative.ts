@@ -9,10 +9,12 @@
 // become its replay data, stored with its turn record.
 import type { Kysely } from 'kysely';
 import {
+  type NativeCovered,
   type NativeReplay,
   nativeCheckpointIndex,
   nativeCompactionGate,
   type ReplayOrigin,
+  rowsAfterCheckpoint,
 } from '../engine/nativeCompaction.js';
 import type { StoredMessage } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
@@ -79,26 +81,42 @@ export async function nativeRequest(
     origin,
   );
   const checkpoint = at === null ? undefined : rows[at];
+  const replay = checkpoint ? replays.get(checkpoint.id) : undefined;
+  // The items stand in for the rows up to the last one their request carried; system rows are always sent.
+  const through = replay?.throughPosition ?? (checkpoint ? checkpoint.position - 1 : null);
   return {
-    rows: checkpoint
-      ? [...rows.slice(0, at as number).filter((r) => r.message.role === 'system'), ...rows.slice(at as number)]
-      : rows,
-    ...(checkpoint ? { leadingItems: replays.get(checkpoint.id)?.items ?? [] } : {}),
+    rows: rowsAfterCheckpoint(
+      rows.map((row) => ({ row, position: row.position, role: row.message.role })),
+      through,
+    ).map((r) => r.row),
+    ...(replay ? { leadingItems: replay.items } : {}),
     ...(gate.send && threshold !== null ? { compactThreshold: threshold } : {}),
     origin,
     sessionId,
   };
 }
 
-/** After the call: a refused field is turned off for the session; the reply's checkpoint, if any, to store. */
+/**
+ * After the call: a refused field is turned off for the session; the reply's checkpoint, if any, to store — with
+ * what it stands in for among `transcript` (the rows the turn read): the non-system rows up to the last one sent.
+ */
 export async function afterNativeCall(
   db: Kysely<Database>,
   tenantId: string,
   request: NativeRequest | null,
   result: ChatResult,
-): Promise<NativeReplay | null> {
+  transcript: readonly StoredMessage[],
+): Promise<{ replay: NativeReplay; covered: NativeCovered } | null> {
   if (!request) return null;
   if (result.nativeRejected) await disableResponsesNative(db, tenantId, request.sessionId);
   const items = result.compactionItems ?? [];
-  return items.length > 0 ? { origin: request.origin, items } : null;
+  if (items.length === 0) return null;
+  const through = request.rows.at(-1)?.position ?? -1;
+  const covered = { tokens: 0, messages: 0 };
+  for (const row of transcript) {
+    if (row.position > through || row.message.role === 'system') continue;
+    covered.tokens += row.tokenEstimate;
+    covered.messages += 1;
+  }
+  return { replay: { origin: request.origin, items, throughPosition: through }, covered };
 }

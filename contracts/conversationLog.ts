@@ -1,6 +1,8 @@
 // The content-free notification of a committed batch (DESIGN.md §3: PostgreSQL is the conversation log, the
 // workflow decides; Temporal history holds decisions and ids, never message content). The gateway builds it from
 // the append's result, inside nothing but ids, counts, token estimates and the provider's usage numbers.
+
+import type { NativeCovered } from '../engine/nativeCompaction.js';
 import type { QuietFold, QuietRules } from '../engine/quietBatches.js';
 import type { TurnUsage, Usage } from '../engine/types.js';
 
@@ -58,6 +60,8 @@ export interface StoredBatch {
    * absent): it measured the input before the server compacted it; the next real reading counts. Never quiet.
    */
   nativeCheckpoint?: boolean;
+  /** With `nativeCheckpoint`, when the gateway knows it: what the checkpoint stands in for (SPEC §15.1). */
+  nativeCovered?: NativeCovered;
   /**
    * The gateway runs a chat turn after this batch without waiting for the workflow (issue #11 §2): the workflow
    * runs the turn's preflight check on it as on a turn of its own. Absent otherwise.

@@ -122,6 +122,17 @@ export function replayableItems<T extends { origin: ReplayOrigin }>(items: reado
 export interface NativeReplay {
   origin: ReplayOrigin;
   items: Array<Record<string, unknown>>;
+  /**
+   * The position of the last row the request carried: the items stand in for the rows up to it. Rows stored while
+   * the model answered sit before the reply yet after this position, and are sent after the items.
+   */
+  throughPosition?: number;
+}
+
+/** What a native checkpoint stands in for in the live transcript: its non-system rows' estimate and count. */
+export interface NativeCovered {
+  tokens: number;
+  messages: number;
 }
 
 /** The `compaction` items among a response's output items (SPEC §15.1), as returned. */
@@ -146,4 +157,17 @@ export function nativeCheckpointIndex(
     if (replay && replay.items.length > 0 && replayableItems([replay], route).length > 0) return i;
   }
   return null;
+}
+
+/**
+ * The rows a request sends after a checkpoint's items (SPEC §15.1 replay): the system rows, and every row after the
+ * last one the checkpoint's request carried (`through`) — the reply, anything stored while the model answered (it
+ * sits before the reply), and what followed. Without a checkpoint, all rows.
+ */
+export function rowsAfterCheckpoint<R extends { position: number; role: string }>(
+  rows: readonly R[],
+  through: number | null,
+): R[] {
+  if (through === null) return [...rows];
+  return rows.filter((r) => r.position > through || r.role === 'system');
 }

@@ -22,8 +22,8 @@ interface ProviderClientBase {
   api: ProviderApi;
   baseUrl: string;
   /**
-   * Which account the key belongs to, as far as replay needs it (SPEC §15.1 switching): a fingerprint of the key
-   * (never the key), null for a keyless endpoint.
+   * Which account the key belongs to, as far as replay needs it (SPEC §15.1 switching): the provider's `account`
+   * label, else a fingerprint of the key (never the key), null for a keyless endpoint.
    */
   account: string | null;
   cachingRoute: CachingRoute;
@@ -96,7 +96,7 @@ export function createProviderClient(provider: ProviderConfig, options: ClientOp
     id: provider.id,
     api: provider.api,
     baseUrl,
-    account: apiKey === null ? null : accountOf(apiKey),
+    account: provider.account ?? (apiKey === null ? null : accountOf(apiKey)),
     cachingRoute: provider.cachingRoute,
     timeoutMs: options.timeoutMs,
   };

@@ -33,6 +33,11 @@ export interface ProviderConfig {
   /** Models this provider serves, for `auxiliary.compression.provider: auto` (SPEC §2.3). */
   models: string[];
   cachingRoute: CachingRoute;
+  /**
+   * The account the key belongs to, for SPEC §15.1 replay (checkpoints go back only to the account that issued
+   * them): a stable label for a key that rotates (the OAuth token of `openai-codex`); absent: a fingerprint of the key.
+   */
+  account?: string;
 }
 
 export interface MainModelConfig {
@@ -84,6 +89,7 @@ const PROVIDER_RULES = {
   },
   headers: { allowed: 'map of string → string', schema: z.record(z.string(), z.string()) },
   models: { allowed: 'list of non-empty strings', schema: z.array(z.string().min(1)) },
+  account: { allowed: 'non-empty string', schema: z.string().min(1) },
 } satisfies Record<string, FieldRule<unknown>>;
 
 type ProviderFields = { [K in keyof typeof PROVIDER_RULES]?: z.infer<(typeof PROVIDER_RULES)[K]['schema']> };
@@ -139,6 +145,7 @@ function buildProvider(id: string, fields: ProviderFields): ProviderConfig {
     headers: { ...(fields.headers ?? {}) },
     models: [...(fields.models ?? [])],
     cachingRoute: cachingRouteOf(id, kind, baseUrl),
+    ...(fields.account !== undefined ? { account: fields.account } : {}),
   };
 }
 

@@ -82,7 +82,9 @@ export async function runDirectTurn(
   const stored = await runner.store(input, call, (result, locked) => {
     const { usage } = call.result;
     // A native checkpoint's reading is no verdict (SPEC §15.1): the batch says so instead of carrying it.
-    const checkpoint = call.replay ? { nativeCheckpoint: true } : null;
+    const checkpoint = call.replay
+      ? { nativeCheckpoint: true, ...(call.nativeCovered ? { nativeCovered: call.nativeCovered } : {}) }
+      : null;
     const reading = {
       prompt_tokens: usage.prompt_tokens,
       completion_tokens: usage.completion_tokens,

@@ -24,6 +24,7 @@ import {
   NOTICE_HYGIENE_WARNING,
   type Usage,
 } from '../../engine/index.js';
+import type { NativeCovered } from '../../engine/nativeCompaction.js';
 import {
   localModelActivityOptions,
   localStoreActivityOptions,
@@ -40,6 +41,7 @@ import {
   buildStatus,
   type CarriedState,
   contextTokens,
+  coveredBefore,
   hygieneHistory,
   markApplied,
   nativeCompactionId,
@@ -281,7 +283,9 @@ export class ConversationEntity {
     if (batch.turn) await this.countTurn(batch.turn, measured);
     let compaction: CompactionResult | null = null;
     if (batch.nativeCheckpoint && measured) {
-      await this.nativeCheckpoint(batch.tokens, nativeCompactionId(this.ids.conversationId, { seq: batch.seq }));
+      // The batch's own totals: a later batch applied first must not count as covered (out-of-order notifications).
+      const covered = batch.nativeCovered ?? coveredBefore(batch, batch.tokens);
+      await this.nativeCheckpoint(covered, nativeCompactionId(this.ids.conversationId, { seq: batch.seq }));
     }
     if (batch.usage && measured) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
@@ -303,13 +307,13 @@ export class ConversationEntity {
   }
 
   /** A native checkpoint (SPEC §15.1): its record first (best effort), then the state (state.ts). */
-  private async nativeCheckpoint(replyTokens: number, compactionId: string): Promise<void> {
+  private async nativeCheckpoint(covered: NativeCovered, compactionId: string): Promise<void> {
     const { ids, state } = this;
     const recorded = await this.safely('recording the native checkpoint', async () => {
       await store.recordNativeCompaction({ ...ids, sessionId: state.sessionId, compactionId });
       return true;
     });
-    recordNativeCheckpoint(state, this.engine, replyTokens, recorded ? compactionId : null);
+    recordNativeCheckpoint(state, this.engine, covered, recorded ? compactionId : null);
   }
 
   /** Post-response (§7.6): record the reading; at most one automatic compaction before the next call. */
@@ -348,7 +352,7 @@ export class ConversationEntity {
     let compaction: CompactionResult | null = null;
     if (result.nativeCheckpoint) {
       const id = nativeCompactionId(ids.conversationId, { seq: result.replySeq ?? null, messageId: result.messageId });
-      await this.nativeCheckpoint(result.tokenEstimate, id);
+      await this.nativeCheckpoint(result.nativeCovered ?? coveredBefore(result.totals, result.tokenEstimate), id);
     } else compaction = await this.afterResponse(result.usage);
     return {
       turnId: request.turnId,

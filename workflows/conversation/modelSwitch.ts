@@ -20,8 +20,12 @@ export async function switchModel(
   const contextLength = resolveWindow(request.model, provider, request.contextLength ?? null);
   const changed = request.model !== state.model || provider !== state.provider;
   conversation.engine.updateModel(request.model, contextLength, provider ?? undefined);
-  // Another route gets the whole transcript (a native checkpoint goes back only to its issuer, SPEC §15.1).
-  if (provider !== state.provider) state.nativeBase = null;
+  // Another route gets the whole transcript (a native checkpoint goes back only to its issuer, SPEC §15.1): the
+  // reading taken on the checkpointed request no longer measures what is sent, so the estimate is the transcript's.
+  if (provider !== state.provider && state.nativeBase) {
+    state.nativeBase = null;
+    conversation.engine.restoreState({ ...conversation.engine.exportState(), lastPromptTokens: 0 });
+  }
   Object.assign(state, { model: request.model, provider, contextLength });
   if (changed) conversation.notice(NOTICE_MODEL_SWITCH);
   await autoraiseNotice(conversation);

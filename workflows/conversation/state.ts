@@ -17,7 +17,7 @@ import {
   normalizeCompressorState,
   promptCachingState,
 } from '../../engine/index.js';
-import { nativeCompactThreshold } from '../../engine/nativeCompaction.js';
+import { type NativeCovered, nativeCompactThreshold } from '../../engine/nativeCompaction.js';
 
 export const EMPTY_CACHE_TELEMETRY: CacheTelemetry = {
   turns: 0,
@@ -85,25 +85,31 @@ export function contextTokens(state: CarriedState, engine: ContextCompressor): n
 /**
  * A reply that came with a native checkpoint (SPEC §15.1): the server compacted what came before it. Its reading
  * measured the input before that, so it is neither a verdict nor a trigger: the reading is cleared, and until the
- * next real one the estimate counts what is sent besides the checkpoint's opaque items — the reply (`replyTokens`)
- * and what follows it. Its record (`compactionId`, written by the caller) gets the cache economics after it.
+ * next real one the estimate counts what is sent besides the checkpoint's opaque items — everything but what it
+ * stands in for (`covered`: the non-system rows its request carried). Its record (`compactionId`, written by the
+ * caller) gets the cache economics after it.
  */
+
+/** What a checkpoint stands in for when its turn did not say: all of the live transcript before its reply. */
+export function coveredBefore(totals: { activeTokens: number; activeMessages: number }, replyTokens: number) {
+  return { tokens: totals.activeTokens - replyTokens, messages: totals.activeMessages - 1 };
+}
 export function recordNativeCheckpoint(
   state: CarriedState,
   engine: ContextCompressor,
-  replyTokens: number,
+  covered: NativeCovered,
   compactionId: string | null,
 ): void {
-  state.nativeBase = {
-    tokens: Math.max(0, state.activeTokens - replyTokens),
-    messages: Math.max(0, state.activeMessages - 1),
-  };
+  state.nativeBase = { tokens: Math.max(0, covered.tokens), messages: Math.max(0, covered.messages) };
   // As after any reply: what follows it is counted on top of the next reading (SPEC §7.6).
   state.readingBaseTokens = state.nativeBase.tokens;
   engine.restoreState({ ...engine.exportState(), lastPromptTokens: 0 });
   state.autoSinceModelCall = false;
   // The cached prefix after it is new (SPEC §12.3): measured on its record as after a local compaction.
-  if (compactionId !== null) state.cache.watching = { compactionId, turnsSince: 0, rewriteTokens: null };
+  // A local compaction still being measured keeps its measurement.
+  if (compactionId !== null && state.cache.watching === null) {
+    state.cache.watching = { compactionId, turnsSince: 0, rewriteTokens: null };
+  }
 }
 
 /** The id of the record of a native checkpoint: its reply's batch in the conversation (or, else, its row). */

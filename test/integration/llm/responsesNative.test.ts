@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage, Summarizer } from '../../../engine/index.js';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
+import { selectWithState } from '../../../infra/db/messages.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
@@ -76,6 +77,28 @@ async function sessionDisabled(t: string, sessionId: string): Promise<boolean> {
       .executeTakeFirst();
     return row?.responses_native_disabled === true;
   });
+}
+
+/** The estimate of the session's system rows and of its rows from the one with `from` as content on (null: all). */
+async function sentEstimate(t: string, sessionId: string, from: string | null): Promise<number> {
+  const rows = await withTenant(testDb.db, t, (tx) =>
+    selectWithState(tx, t)
+      .select(['m.role', 'm.content', 'm.token_estimate', 's.position'])
+      .where('s.session_id', '=', sessionId)
+      .where('s.active', '=', true)
+      .orderBy('s.position')
+      .execute(),
+  );
+  const start = from === null ? 0 : rows.findIndex((r) => r.content === from);
+  return rows.reduce((sum, r, i) => sum + (r.role === 'system' || i >= start ? r.token_estimate : 0), 0);
+}
+
+async function until(done: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 describe('native compaction on the openai-codex route', () => {
@@ -159,12 +182,34 @@ describe('native compaction on the openai-codex route', () => {
     expect(notified.map((b) => [b.nativeCheckpoint ?? false, 'usage' in b])).toEqual([[true, false]]);
     expect(JSON.stringify(notified)).not.toContain('gAAAA');
     expect(status.lastPromptTokens).toBe(0);
-    expect(status.contextTokens).toBeLessThan(1_000);
+    // Until the next reading: what is sent besides the item — the system prompt and the reply, nothing before.
+    expect(status.contextTokens).toBe(await sentEstimate(t, status.sessionId, 'Checkpointed here.'));
     openai.enqueue(reply('Third.', { usage: { input_tokens: 2_900, output_tokens: 10 } }));
     await turn(t, conv, LONG_QUESTION);
     expect(sent(2).input[0]).toEqual(expect.objectContaining({ encrypted_content: 'gAAAA-gateway' }));
     await stack.client.settled(t, conv);
     expect((await compactionsOf(testDb.db, t)).map((c) => c.trigger)).toEqual(['responses_native']);
+  });
+
+  it('a message stored while the model answered is sent after the checkpoint, never lost', async () => {
+    const { t, conv } = await conversation(NATIVE);
+    openai.enqueue(reply('Slow answer.', { compaction: 'gAAAA-slow', usage: NEAR, delayMs: 1_500 }));
+    const answering = turn(t, conv, 'Think hard.');
+    await until(() => openai.responsesRequests().length === 1);
+    // The request is out: this message is not in it, yet it is stored before the reply.
+    await stack.client.submit(t, conv, batch([{ role: 'user', content: 'Also check the docs.' }]));
+    await answering;
+    openai.enqueue(reply('Both done.'));
+    await turn(t, conv, 'Go on.');
+    const input: Array<Record<string, any>> = sent(1).input;
+    expect(input[0]).toEqual(expect.objectContaining({ encrypted_content: 'gAAAA-slow' }));
+    // Everything stored after the checkpointed request's last row, in stored order, the late message included.
+    const status = await stack.client.status(t, conv);
+    const rows = await activeTranscript(testDb.db, t, status.sessionId);
+    const contents = rows.map((r) => r.content);
+    const after = contents.slice(contents.indexOf('Think hard.') + 1, contents.indexOf('Go on.') + 1);
+    expect(after).toContain('Also check the docs.');
+    expect(input.slice(1).map((item) => item.content?.[0]?.text)).toEqual(after);
   });
 
   it('the same readings without a checkpoint (opted out): no field, the whole transcript, a local compaction', async () => {
@@ -220,7 +265,10 @@ describe('the gate and switching (SPEC §15.1)', () => {
     const { t, conv } = await conversation(NATIVE);
     openai.enqueue(reply('Checkpointed.', { compaction: 'gAAAA-codex-only' }));
     await turn(t, conv, 'First');
-    await stack.client.switchModel(t, conv, { model: 'gpt-5.6-luna', provider: 'openai' });
+    const switched = await stack.client.switchModel(t, conv, { model: 'gpt-5.6-luna', provider: 'openai' });
+    // The new route gets the whole transcript: the checkpointed reading no longer measures it.
+    expect(switched.lastPromptTokens).toBe(0);
+    expect(switched.contextTokens).toBe(await sentEstimate(t, switched.sessionId, null));
     openai.enqueue(reply('Switched.'));
     await turn(t, conv, 'Second');
     const after: Array<Record<string, any>> = sent(3).input;

@@ -5,9 +5,11 @@ import { normalizeCompressionConfig } from '../../../engine/config.js';
 import {
   contextManagementField,
   isNativeCompactionRejection,
+  nativeCheckpointIndex,
   nativeCompactionGate,
   nativeCompactThreshold,
   replayableItems,
+  rowsAfterCheckpoint,
 } from '../../../engine/nativeCompaction.js';
 
 const ON = normalizeCompressionConfig({ codexResponsesNative: true });
@@ -127,5 +129,30 @@ describe('replayableItems', () => {
       { id: 'e', origin: { ...origin, baseUrl: 'https://eu.api.openai.com/v1' } },
     ];
     expect(replayableItems(items, origin).map((i) => i.id)).toEqual(['a', 'b']);
+  });
+});
+
+describe('the rows sent after a checkpoint', () => {
+  const origin = { provider: 'openai-codex', baseUrl: 'https://chatgpt.com/backend-api/codex', account: 'a1' };
+  const other = { ...origin, account: 'a2' };
+  const checkpoint = (from = origin) => ({ origin: from, items: [{ type: 'compaction', encrypted_content: 'x' }] });
+
+  it('starts at the newest checkpoint its own route issued; another route’s is skipped', () => {
+    expect(nativeCheckpointIndex([null, checkpoint(), null, checkpoint(other), null], origin)).toBe(1);
+    expect(nativeCheckpointIndex([null, checkpoint(other)], origin)).toBeNull();
+    expect(nativeCheckpointIndex([null, { origin, items: [] }], origin)).toBeNull();
+  });
+
+  it('sends the system rows and every row after the last one the request carried, late messages included', () => {
+    // 0 system, 1 user (sent), 2 user stored while the model answered, 3 the reply with the checkpoint, 4 user.
+    const rows = [
+      { position: 0, role: 'system' },
+      { position: 1, role: 'user' },
+      { position: 2, role: 'user' },
+      { position: 3, role: 'assistant' },
+      { position: 4, role: 'user' },
+    ];
+    expect(rowsAfterCheckpoint(rows, 1).map((r) => r.position)).toEqual([0, 2, 3, 4]);
+    expect(rowsAfterCheckpoint(rows, null)).toEqual(rows);
   });
 });

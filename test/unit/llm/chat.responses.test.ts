@@ -142,6 +142,15 @@ describe('chatCompletion — Responses API', () => {
     expect(fake.responsesRequests()).toHaveLength(3);
   });
 
+  it('the replay account: the provider’s label when set, else a fingerprint of the key, never the key', () => {
+    expect(codex().account).toMatch(/^[0-9a-f]{16}$/);
+    expect(codex().account).not.toContain(TEST_KEY);
+    const labelled = clientFor('openai-codex', 'openai', fake.baseURL, {
+      extra: { api: 'responses', account: 'team-a' },
+    });
+    expect(labelled.account).toBe('team-a');
+  });
+
   it('streamed: the text arrives in pieces that add up to the reply; the compaction item is still returned', async () => {
     fake.enqueue(reply('A longer answer, streamed in pieces.', { compaction: 'gAAAA-streamed' }));
     const pieces: string[] = [];

@@ -83,6 +83,10 @@ describe('providers: section', () => {
       apiKeyEnv: 'OPENAI_CODEX_ACCESS_TOKEN',
     });
     expect(cfg.providers.get('proxy')?.api).toBe('chat_completions');
+    // A stable account label for replay (a rotating OAuth token would change the key's fingerprint).
+    expect(
+      providersOf('providers:\n  openai-codex: { account: team-a }\n').providers.get('openai-codex')?.account,
+    ).toBe('team-a');
     expect(() => providersOf('providers:\n  openai: { api: completions }\n')).toThrow(
       'Invalid configuration: providers.openai.api: expected chat_completions or responses, got "completions"',
     );

@@ -32,6 +32,7 @@ import { applyNotificationFold, quietRulesFor } from '../../../workflows/convers
 import {
   absorbTotals,
   contextTokens,
+  coveredBefore,
   hygieneHistory,
   markApplied,
   openingState,
@@ -329,7 +330,7 @@ export class SimConversation {
     state.readingBaseTokens = reply.activeTokens - event.replyTokens;
     this.counted(accountCacheUsage(state.cache, usage));
     if (event.checkpoint) {
-      recordNativeCheckpoint(state, this.engine, reply.tokens, `native-${reply.seq}`);
+      recordNativeCheckpoint(state, this.engine, coveredBefore(reply, reply.tokens), `native-${reply.seq}`);
     } else {
       this.engine.updateFromResponse(usage);
       state.autoSinceModelCall = false;
@@ -447,7 +448,12 @@ export class SimConversation {
     }
     let compacted = false;
     if (batch.nativeCheckpoint && measured)
-      recordNativeCheckpoint(state, this.engine, batch.tokens, `native-${batch.seq}`);
+      recordNativeCheckpoint(
+        state,
+        this.engine,
+        batch.nativeCovered ?? coveredBefore(batch, batch.tokens),
+        `native-${batch.seq}`,
+      );
     if (batch.usage && measured) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
       this.engine.updateFromResponse(batch.usage);
