@@ -47,6 +47,11 @@ function hostOf(baseUrl: string): string | null {
   }
 }
 
+/** SPEC §15.1 gate 4: `openai` at `api.openai.com`, or `openai-codex` — the only routes that issue checkpoints. */
+export function nativeRouteEligible(provider: string, baseUrl: string): boolean {
+  return provider === CODEX_OAUTH_PROVIDER || (provider === 'openai' && hostOf(baseUrl) === OPENAI_API_HOST);
+}
+
 /** SPEC §15.1 gate: the `context_management` field is sent only when all five conditions hold, checked in order. */
 export function nativeCompactionGate(
   config: Pick<CompressionConfig, 'codexResponsesNative'>,
@@ -55,10 +60,7 @@ export function nativeCompactionGate(
   if (config.codexResponsesNative !== true) return { send: false, reason: 'not_opted_in' };
   if (request.api !== 'responses') return { send: false, reason: 'not_responses' };
   if (!NATIVE_COMPACTION_MODELS.has(baseModelName(request.model))) return { send: false, reason: 'model_not_eligible' };
-  const route =
-    request.provider === CODEX_OAUTH_PROVIDER ||
-    (request.provider === 'openai' && hostOf(request.baseUrl) === OPENAI_API_HOST);
-  if (!route) return { send: false, reason: 'route_not_eligible' };
+  if (!nativeRouteEligible(request.provider, request.baseUrl)) return { send: false, reason: 'route_not_eligible' };
   if (request.disabledForSession) return { send: false, reason: 'disabled' };
   return { send: true };
 }

@@ -73,6 +73,24 @@ describe('POST /v1/responses with native compaction (SPEC §15.1)', () => {
     expect(await compactionTriggers(id)).toEqual(['preflight']);
   });
 
+  it('compaction items go only to a route that issues them: another one gets the stored transcript', async () => {
+    const { key } = await dropin.gw.tenant({ codex_responses_native: true });
+    const client = dropin.sdk(key, { 'x-conversation-id': `or-${randomUUID()}` });
+    const input: Input = [{ role: 'user', content: 'Write the lexer.' }];
+    dropin.openai.enqueue(reply('Lexer written.', { compaction: 'gAAAA-codex-route' }));
+    const first = await client.responses.create({ model: 'gpt-5.6', input, store: false });
+    // The client appends the output as usual (the compaction item included) and switches model: `gpt-test` is
+    // served by `openai` at a custom base URL (not a route that issues checkpoints).
+    const kept: Input = [...input, ...(first.output as Input), { role: 'user', content: 'Now the parser.' }];
+    dropin.openai.enqueue(reply('Parser written.'));
+    await client.responses.create({ model: 'gpt-test', input: kept, store: false });
+    const sent = dropin.openai.responsesRequests().at(-1)?.body;
+    expect(JSON.stringify(sent.input)).not.toContain('gAAAA-codex-route');
+    expect(sent).not.toHaveProperty('context_management');
+    const texts = sent.input.map((item: { content: Array<{ text: string }> }) => item.content[0]?.text);
+    expect(texts).toEqual(['Write the lexer.', 'Lexer written.', 'Now the parser.']);
+  });
+
   it('a field the client set is its own; a refusal is retried once without ours and stays off', async () => {
     const { key } = await dropin.gw.tenant({ codex_responses_native: true });
     const client = dropin.sdk(key, { 'x-conversation-id': `or-${randomUUID()}` });

@@ -9,8 +9,14 @@
 // them back (its input is passed through); a reply that carries one is stored without its reading.
 
 import { prepareContext } from '../../../engine/index.js';
-import { compactionItemsOf, contextManagementField, nativeCompactionGate } from '../../../engine/nativeCompaction.js';
+import {
+  compactionItemsOf,
+  contextManagementField,
+  nativeCompactionGate,
+  nativeRouteEligible,
+} from '../../../engine/nativeCompaction.js';
 import type { ChatMessage, Usage } from '../../../engine/types.js';
+import { loadTranscript } from '../../../infra/db/messages.js';
 import { disableResponsesNative, responsesNativeDisabled } from '../../../infra/db/sessions.js';
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
 import { refusesContextManagement } from '../../../infra/llm/responsesChat.js';
@@ -75,6 +81,10 @@ async function* relay(events: AsyncIterable<ResponseStreamEvent>, store: DropinT
   }
 }
 
+function hasCompactionItems(input: unknown): boolean {
+  return Array.isArray(input) && compactionItemsOf(input).length > 0;
+}
+
 function reasoningItems(input: unknown): number {
   return Array.isArray(input) ? input.filter((item) => (item as { type?: unknown })?.type === 'reasoning').length : 0;
 }
@@ -104,8 +114,18 @@ export class OpenAIResponses {
       provider: provider.id,
       tools: body.tools,
     });
-    const reasoningDropped = turn.compacted ? reasoningItems(body.input) : 0;
-    const upstream = turn.compacted ? this.withCompacted(body, turn.compacted, provider) : body;
+    // SPEC §15.1 switching: compaction items the client holds came from a route that issues them; another route
+    // gets the stored transcript instead (they stand in for history the client no longer sends).
+    const foreign =
+      !turn.compacted &&
+      turn.native !== null &&
+      hasCompactionItems(body.input) &&
+      !nativeRouteEligible(provider.id, provider.baseUrl)
+        ? (await loadTranscript(this.deps.conversations.db, tenantId, turn.native.sessionId)).map((r) => r.message)
+        : null;
+    const transcript = turn.compacted ?? foreign;
+    const reasoningDropped = transcript ? reasoningItems(body.input) : 0;
+    const upstream = transcript ? this.withCompacted(body, transcript, provider) : body;
     const client = this.upstreams.clientFor(provider);
     const native = await this.nativeField(tenantId, body, provider, turn);
     const send = <T>(call: (request: ResponsesBody) => Promise<T>) =>
