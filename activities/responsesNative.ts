@@ -3,10 +3,11 @@
 //
 // Before the call: the transcript's replay data and the session's flag are read (one read-only transaction, only for
 // a Responses provider). The newest reply with a checkpoint this route issued (provider, base URL, account) is
-// where the request starts — the system prompt, its `compaction` items, then that reply and what follows; items of
-// another route are never sent. The gate decides whether the request carries `context_management`.
+// where the request starts — the system prompt, its `compaction` items, then every row after the last one its
+// request carried (the reply, a message stored while the model answered, what followed); items of another route
+// are never sent. The gate decides whether the request carries `context_management`.
 // After it: a rejection turns the feature off for the session (stored on its row); the reply's `compaction` items
-// become its replay data, stored with its turn record.
+// become its replay data, stored with its turn record, with what they stand in for.
 import type { Kysely } from 'kysely';
 import {
   type NativeCovered,
