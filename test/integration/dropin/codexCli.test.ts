@@ -5,7 +5,8 @@
 // the next turn goes to the provider compacted — while Codex, whose own auto-compaction is set out of reach, never
 // errs; every turn is stored once and searchable. And with Codex's own compaction in reach: its summary request
 // passes through, is recorded, and its shorter history continues the conversation in a new session, the server
-// compacting nothing on top of it.
+// compacting nothing on top of it. And on a route that issues native checkpoints (SPEC §15.1): the gateway adds
+// the field, and Codex keeps the returned compaction item and sends it back.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,14 +38,14 @@ function runCodex(home: string, key: string, args: string[]): Promise<CliRun> {
 }
 
 /** CODEX_HOME with the gateway as custom model provider; `autoCompactLimit`: Codex's own compaction threshold. */
-function codexHome(autoCompactLimit: number): string {
+function codexHome(autoCompactLimit: number, model = 'gpt-test'): string {
   const home = join(work, `home-${randomUUID().slice(0, 8)}`);
   mkdirSync(home, { recursive: true });
   mkdirSync(join(work, 'project'), { recursive: true });
   writeFileSync(
     join(home, 'config.toml'),
     [
-      'model = "gpt-test"',
+      `model = "${model}"`,
       'model_provider = "dctx"',
       `model_auto_compact_token_limit = ${autoCompactLimit}`,
       '',
@@ -116,6 +117,44 @@ describe('the Codex CLI through the drop-in Responses endpoint', () => {
     }
     const found = await dropin.gw.call('GET', `/v1/search?q=${encodeURIComponent('garden beds')}`, key);
     expect(found.json.results.length).toBeGreaterThan(0);
+  });
+
+  it('carries a native checkpoint (SPEC §15.1): the field on its request, the compaction item echoed by Codex', async () => {
+    const { id: tenantId, key } = await dropin.gw.tenant({ codex_responses_native: true });
+    // gpt-5.6 is served by `openai-codex` at the fake (a route that issues checkpoints); Codex's own compaction is
+    // out of reach.
+    const home = codexHome(100_000_000, 'gpt-5.6');
+    dropin.openai.enqueue(
+      reply('Rows planned.', {
+        compaction: 'gAAAA-from-codex-route',
+        usage: { input_tokens: 9_000, output_tokens: 20 },
+      }),
+      reply('Row B is sunniest.', { usage: { input_tokens: 2_000, output_tokens: 20 } }),
+    );
+    const first = await runCodex(home, key, ['--skip-git-repo-check', 'Plan the orchard rows.']);
+    expect(first.code, first.err).toBe(0);
+    const second = await runCodex(home, key, ['resume', '--last', '--skip-git-repo-check', 'Which row is sunniest?']);
+    expect(second.code, second.err).toBe(0);
+    expect(second.out).toContain('Row B is sunniest.');
+    const [a, b] = dropin.openai
+      .responsesRequests()
+      .slice(-2)
+      .map((r) => r.body);
+    expect(a.context_management).toEqual([{ type: 'compaction', compact_threshold: 196_000 }]);
+    // The real client kept the opaque item and sent it back; the gateway passed it on to the route that issued it.
+    const echoed = (b.input as Array<Record<string, unknown>>).filter((item) => item.type === 'compaction');
+    expect(echoed).toEqual([expect.objectContaining({ encrypted_content: 'gAAAA-from-codex-route' })]);
+    // The workflow records the checkpoint when it hears of the reply (asynchronously).
+    const triggers = async () =>
+      (
+        await dropin.gw.testDb.db
+          .selectFrom('compactions')
+          .select('trigger')
+          .where('tenant_id', '=', tenantId)
+          .execute()
+      ).map((r) => r.trigger);
+    for (let i = 0; i < 100 && (await triggers()).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await triggers()).toEqual(['responses_native']);
   });
 
   it('passes Codex’s own compaction through, records it and continues in a new session, never compacting on top', async () => {
