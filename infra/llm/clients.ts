@@ -5,13 +5,8 @@
 import { createHash } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import {
-  type CachingRoute,
-  type ProviderApi,
-  type ProviderConfig,
-  type ProviderKind,
-  providerApiKey,
-} from './providers.js';
+import { providerApiKey } from './providerKeys.js';
+import type { CachingRoute, ProviderApi, ProviderConfig, ProviderKind } from './providers.js';
 
 /** Sent as the key of a keyless endpoint (`api_key_env: null`), because the OpenAI SDK requires a string. */
 export const KEYLESS_API_KEY = 'no-key';

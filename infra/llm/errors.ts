@@ -17,7 +17,7 @@ import {
   APIConnectionTimeoutError as OpenAITimeoutError,
 } from 'openai';
 import { LlmFailureType } from '../../contracts/failures.js';
-import { ProviderKeyMissingError } from './providers.js';
+import { ProviderKeyMissingError } from './providerKeys.js';
 
 export { LlmFailureType } from '../../contracts/failures.js';
 

@@ -11,6 +11,7 @@ import {
   type PlainObject,
   validateField,
 } from '../config/fieldRules.js';
+import { ProviderKeyMissingError, providerApiKey } from './providerKeys.js';
 
 export type ProviderKind = 'openai' | 'anthropic';
 /** The wire API of an OpenAI-kind provider's chat turns: Chat Completions, or the Responses API (SPEC §15.1). */
@@ -279,33 +280,6 @@ export function parseProvidersConfig(raw: Record<string, unknown> | null | undef
 export function providerById(config: ProvidersConfig, id: string | null): ProviderConfig | null {
   if (id === null) return null;
   return config.providers.get(id) ?? defaultProvider(id);
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// API keys (read from the environment when a provider is used).
-
-export class ProviderKeyMissingError extends Error {
-  readonly providerId: string;
-  readonly envName: string;
-  constructor(providerId: string, envName: string) {
-    super(
-      `Provider '${providerId}' needs an API key: environment variable ${envName} is not set (providers.${providerId}.api_key_env).`,
-    );
-    this.name = 'ProviderKeyMissingError';
-    this.providerId = providerId;
-    this.envName = envName;
-  }
-}
-
-/** The provider's API key from `env`; null for keyless providers; throws when the variable is unset or empty. */
-export function providerApiKey(
-  provider: ProviderConfig,
-  env: Readonly<Record<string, string | undefined>>,
-): string | null {
-  if (provider.apiKeyEnv === null) return null;
-  const key = env[provider.apiKeyEnv];
-  if (typeof key !== 'string' || key.trim() === '') throw new ProviderKeyMissingError(provider.id, provider.apiKeyEnv);
-  return key;
 }
 
 /** The provider the agent turn of a conversation uses: its own, else `model.provider` of config.yaml. */

@@ -1,19 +1,12 @@
 // The operations of one conversation (DESIGN.md §3), run one at a time by the workflow's main loop. Messages are
 // already committed to PostgreSQL when the workflow hears of them (a content-free StoredBatch); the workflow takes
 // the decisions: the post-response check (SPEC §7.6), gateway hygiene (SPEC §11), the preflight check, compactions
-// as child workflows, model switches (SPEC §4.6) and, in chat backend mode, the agent turn.
+// as child workflows, model switches (SPEC §4.6); the agent turn of chat backend mode is chatTurn.ts.
 import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { ConversationActivities } from '../../activities/conversation.js';
 import type { RespondActivities } from '../../activities/respond.js';
 import type { CompactionTimeouts, CompactionTrigger } from '../../contracts/compaction.js';
-import type {
-  CacheRecovery,
-  ChatTurnRequest,
-  CompactionResult,
-  ConversationStatus,
-  TurnOutcome,
-  TurnResult,
-} from '../../contracts/conversation.js';
+import type { CacheRecovery, CompactionResult, ConversationStatus, TurnResult } from '../../contracts/conversation.js';
 import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
 import {
   ContextCompressor,
@@ -24,16 +17,11 @@ import {
   NOTICE_HYGIENE_WARNING,
   type Usage,
 } from '../../engine/index.js';
-import type { NativeCovered } from '../../engine/nativeCompaction.js';
-import {
-  localModelActivityOptions,
-  localStoreActivityOptions,
-  modelActivityOptions,
-  storeActivityOptions,
-} from '../activityOptions.js';
+import { localStoreActivityOptions, modelActivityOptions, storeActivityOptions } from '../activityOptions.js';
 import { BackgroundCompactions } from './background.js';
 import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './brakes.js';
 import { accountCacheUsage } from './cacheTelemetry.js';
+import { takeNativeCheckpoint } from './chatTurn.js';
 import { type CompactionOptions, runCompaction } from './compact.js';
 import { applyNotificationFold, quietRulesFor } from './quiet.js';
 import {
@@ -45,8 +33,6 @@ import {
   hygieneHistory,
   markApplied,
   nativeCompactionId,
-  nativeThresholdOf,
-  recordNativeCheckpoint,
 } from './state.js';
 import { showInTemporalUi } from './visibility.js';
 
@@ -57,10 +43,6 @@ const localStore = proxyLocalActivities<ConversationActivities>(localStoreActivi
 /** Patch id of local publications: histories recorded before it scheduled `recordState` as an activity task. */
 const LOCAL_PUBLISH_PATCH = 'local-publish';
 const model = proxyActivities<RespondActivities>(modelActivityOptions);
-/** The agent turn in the workflow task that takes it (DESIGN.md §3, issue #11): no task round trip per turn. */
-const localModel = proxyLocalActivities<RespondActivities>(localModelActivityOptions);
-/** Patch id of local turns: histories recorded before it scheduled `respond` as an activity task. */
-const LOCAL_RESPOND_PATCH = 'local-respond';
 
 const MAX_NOTICES = 20;
 /** Patch id of background compaction (issue #11 §4): workflows that started before it keep blocking. */
@@ -285,7 +267,7 @@ export class ConversationEntity {
     if (batch.nativeCheckpoint && measured) {
       // The batch's own totals: a later batch applied first must not count as covered (out-of-order notifications).
       const covered = batch.nativeCovered ?? coveredBefore(batch, batch.tokens);
-      await this.nativeCheckpoint(covered, nativeCompactionId(this.ids.conversationId, { seq: batch.seq }));
+      await takeNativeCheckpoint(this, covered, nativeCompactionId(this.ids.conversationId, { seq: batch.seq }));
     }
     if (batch.usage && measured) {
       state.readingBaseTokens = batch.activeTokens - (batch.usageTailTokens ?? 0);
@@ -306,65 +288,15 @@ export class ConversationEntity {
     if (recovery) await this.recordRecovery(recovery);
   }
 
-  /** A native checkpoint (SPEC §15.1): its record first (best effort), then the state (state.ts). */
-  private async nativeCheckpoint(covered: NativeCovered, compactionId: string): Promise<void> {
-    const { ids, state } = this;
-    const recorded = await this.safely('recording the native checkpoint', async () => {
-      await store.recordNativeCompaction({ ...ids, sessionId: state.sessionId, compactionId });
-      return true;
-    });
-    recordNativeCheckpoint(state, this.engine, covered, recorded ? compactionId : null);
-  }
-
   /** Post-response (§7.6): record the reading; at most one automatic compaction before the next call. */
-  private async afterResponse(usage: Usage): Promise<CompactionResult | null> {
+  async afterResponse(usage: Usage): Promise<CompactionResult | null> {
     this.engine.updateFromResponse(usage);
     this.state.autoSinceModelCall = false;
     return this.maybeCompact('post_response');
   }
 
-  /** Chat backend mode: the client's messages are stored; run the model, store the reply, record the reading. */
-  async chatTurn(request: ChatTurnRequest): Promise<TurnOutcome> {
-    const { state, ids } = this;
-    await this.apply(request.batch, { turnFollows: true });
-    const responder = patched(LOCAL_RESPOND_PATCH) ? localModel : model;
-    const nativeThreshold = nativeThresholdOf(state, this.engine);
-    const result = await responder.respond({
-      tenantId: ids.tenantId,
-      conversationId: ids.conversationId,
-      sessionId: state.sessionId,
-      model: state.model,
-      provider: state.provider,
-      turnKey: request.turnId,
-      tools: request.tools ?? null,
-      afterCompactionId: state.cache.watching?.compactionId ?? null,
-      ...(request.relay ? { relay: true } : {}),
-      ...(nativeThreshold !== null ? { nativeCompactThreshold: nativeThreshold } : {}),
-    });
-    absorbTotals(state, result.totals);
-    // The reply's batch is decided here (its post-response check follows): no gap behind it, one more decided batch.
-    if (typeof result.replySeq === 'number') {
-      markApplied(state.batches, result.replySeq, result.replySeq);
-      state.processedBatches += 1;
-    }
-    state.readingBaseTokens = result.totals.activeTokens - result.tokenEstimate;
-    await this.countTurn(result.usage);
-    let compaction: CompactionResult | null = null;
-    if (result.nativeCheckpoint) {
-      const id = nativeCompactionId(ids.conversationId, { seq: result.replySeq ?? null, messageId: result.messageId });
-      await this.nativeCheckpoint(result.nativeCovered ?? coveredBefore(result.totals, result.tokenEstimate), id);
-    } else compaction = await this.afterResponse(result.usage);
-    return {
-      turnId: request.turnId,
-      replyMessageId: result.messageId,
-      finishReason: result.finishReason,
-      usage: result.usage,
-      compaction,
-    };
-  }
-
   /** One more turn, its cache economics (per turn; per compaction: rewrite after it, turns till reads recover). */
-  private async countTurn(usage: TurnResult['usage'], afterCompaction = true): Promise<void> {
+  async countTurn(usage: TurnResult['usage'], afterCompaction = true): Promise<void> {
     this.state.turnSeq += 1;
     const recovery = accountCacheUsage(this.state.cache, usage, { watched: afterCompaction });
     if (recovery) await this.recordRecovery(recovery);

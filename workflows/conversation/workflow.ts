@@ -39,6 +39,7 @@ import {
   switchModelUpdate,
 } from '../definitions.js';
 import { newSessionId } from '../ids.js';
+import { runChatTurn } from './chatTurn.js';
 import { adoptClientCompaction } from './clientCompaction.js';
 import { ConversationEntity } from './entity.js';
 import { autoraiseNotice, switchModel } from './modelSwitch.js';
@@ -204,7 +205,7 @@ async function run(entity: ConversationEntity, item: QueueItem): Promise<void> {
       // A failed model call (after its retries) fails this update only; the conversation goes on.
       let outcome: { ok: true; value: TurnOutcome } | { ok: false; error: unknown };
       try {
-        outcome = { ok: true, value: await entity.chatTurn(item.request) };
+        outcome = { ok: true, value: await runChatTurn(entity, item.request) };
       } catch (error) {
         outcome = { ok: false, error };
       }

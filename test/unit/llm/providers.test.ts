@@ -1,12 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
-import {
-  cachingRouteFor,
-  ProviderKeyMissingError,
-  parseProvidersConfig,
-  providerApiKey,
-  providerServingModel,
-} from '../../../infra/llm/providers.js';
+import { ProviderKeyMissingError, providerApiKey } from '../../../infra/llm/providerKeys.js';
+import { cachingRouteFor, parseProvidersConfig, providerServingModel } from '../../../infra/llm/providers.js';
 
 function providersOf(yaml: string) {
   return parseProvidersConfig(parseConfigText(yaml).raw);

@@ -7,11 +7,11 @@ import { MAX_BATCH_MESSAGES, validateSubmit } from '../../../contracts/validatio
 import type { CacheTtl } from '../../../engine/index.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { createAnthropicClient, createOpenAIClient } from '../../../infra/llm/clients.js';
+import { providerApiKey } from '../../../infra/llm/providerKeys.js';
 import {
   type ProviderConfig,
   type ProviderKind,
   type ProvidersConfig,
-  providerApiKey,
   providerById,
   providerServingModel,
 } from '../../../infra/llm/providers.js';
