@@ -1,11 +1,11 @@
 // Store activities of the conversation workflow (DESIGN.md §3–§4): open or resume the conversation from its record,
 // publish the workflow's state (applied batches, status snapshot) where the gateway reads it, open a notification
 // before a background compaction settles, resolve the tenant's effective policy, count a tenant's recent automatic
-// compactions (SPEC §19 breaker) and the one-time notices.
+// compactions (SPEC §19 breaker), the one-time notices, and who owns a conversation's context (SPEC §15.2).
 // Messages never pass through here: the gateway commits them.
 import { ApplicationFailure } from '@temporalio/activity';
 import { type Kysely, sql } from 'kysely';
-import type { ConversationStatus } from '../contracts/conversation.js';
+import type { ConversationRuntime, ConversationStatus } from '../contracts/conversation.js';
 import type { NotificationFold, QuietFold, QuietRules } from '../contracts/conversationLog.js';
 import { FailureType } from '../contracts/failures.js';
 import {
@@ -24,6 +24,7 @@ import { openNotification } from '../infra/db/quietBatches.js';
 import type { Database } from '../infra/db/schema.js';
 import { withTenant } from '../infra/db/tenant.js';
 import { claimTenantMarker, getTenantPolicy } from '../infra/db/tenants.js';
+import { chatProviderOf, type ProvidersConfig } from '../infra/llm/providers.js';
 
 export interface ConversationActivityDeps {
   db: Kysely<Database>;
@@ -33,6 +34,8 @@ export interface ConversationActivityDeps {
   baseHostPolicy?: HostPolicy;
   /** `prompt_caching.cache_ttl` of config.yaml (null: prompt caching disabled). */
   cacheTtl?: CacheTtl | null;
+  /** config.yaml `providers:`: which of them is a Codex app-server (SPEC §15.2 runtime). */
+  providers?: ProvidersConfig | null;
 }
 
 export interface OpenConversationInput {
@@ -64,11 +67,15 @@ export interface OpenConversationResult extends TenantConfig {
   quietFold?: QuietFold | null;
   /** The highest compaction number of the current session (child workflow ids continue after it). */
   compactionSeq: number;
+  /** SPEC §15.2: the conversation's provider is a Codex app-server (absent in histories recorded before it). */
+  runtime?: ConversationRuntime | null;
 }
 
 export function createConversationActivities(deps: ConversationActivityDeps) {
   const { db } = deps;
   const host = deps.baseHostPolicy ?? DEFAULT_HOST_POLICY;
+  const runtimeOf = (provider: string | null): ConversationRuntime | null =>
+    chatProviderOf(deps.providers ?? null, provider)?.api === 'codex_app_server' ? 'codex_app_server' : null;
 
   async function tenantConfig(tenantId: string): Promise<TenantConfig> {
     const policy = await getTenantPolicy(db, tenantId);
@@ -115,7 +122,13 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
         appliedSeq: conversation.applied_seq,
         notifyEpoch: conversation.notify_epoch,
         quietFold: conversation.quiet_fold,
+        runtime: runtimeOf(conversation.provider),
       };
+    },
+
+    /** SPEC §15.2: who owns the context of a conversation on `provider` (after a model switch). */
+    async conversationRuntime(input: { provider: string | null }): Promise<ConversationRuntime | null> {
+      return runtimeOf(input.provider);
     },
 
     /**

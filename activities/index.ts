@@ -2,9 +2,11 @@
 // wrapped by the guard (heartbeats, non-retryable classification of errors no retry can fix: activities/guard.ts).
 import type { Kysely } from 'kysely';
 import type { CacheTtl, CompressionConfig, HostPolicy, Summarizer } from '../engine/index.js';
+import type { AppServerPool } from '../infra/codex/pool.js';
 import type { Database } from '../infra/db/schema.js';
 import type { ProvidersConfig } from '../infra/llm/providers.js';
 import type { Metrics } from '../infra/metrics/registry.js';
+import { createAppServerActivities } from './codexAppServer.js';
 import { createCompactionActivities, createReplayActivities, type SummarizerFor } from './compaction/index.js';
 import { createConversationActivities } from './conversation.js';
 import { guardActivities } from './guard.js';
@@ -26,6 +28,8 @@ export interface ActivityDeps {
   providers?: ProvidersConfig | null;
   env?: Readonly<Record<string, string | undefined>>;
   respondTimeoutMs?: number;
+  /** The worker's Codex app-server processes (SPEC §15.2), for `codex_app_server` providers. */
+  appServers?: AppServerPool | null;
   /** The worker's metrics: activity durations (workers/runtime/createWorker.ts), the summary quality gate. */
   metrics?: Metrics;
 }
@@ -37,6 +41,11 @@ export function createActivities(deps: ActivityDeps) {
       ...createCompactionActivities(deps),
       ...createReplayActivities(deps),
       ...createRespondActivities({ db: deps.db, ...respondDepsFrom(deps) }),
+      ...createAppServerActivities({
+        db: deps.db,
+        providers: deps.providers ?? null,
+        appServers: deps.appServers ?? null,
+      }),
     },
     deps.heartbeatIntervalMs ? { heartbeatIntervalMs: deps.heartbeatIntervalMs } : {},
   );

@@ -9,6 +9,8 @@ import type { CacheRecovery } from '../contracts/conversation.js';
 import { FailureType } from '../contracts/failures.js';
 import { type CacheTtl, prepareContext } from '../engine/index.js';
 import type { NativeCovered, NativeReplay } from '../engine/nativeCompaction.js';
+import type { AppServerPool } from '../infra/codex/pool.js';
+import type { RecordedAppServerCompaction } from '../infra/db/appServer.js';
 import { updateCompaction } from '../infra/db/compactions.js';
 import { type AppendOptions, type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
 import { selectConversation, totalsOf } from '../infra/db/conversations.js';
@@ -27,6 +29,7 @@ import {
 } from '../infra/llm/providers.js';
 import type { OnText } from '../infra/llm/streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage } from '../infra/llm/types.js';
+import { createAppServerSessions } from './codexAppServer.js';
 import { afterNativeCall, nativeRequest } from './responsesNative.js';
 
 export interface RespondDeps {
@@ -37,6 +40,8 @@ export interface RespondDeps {
   /** Per-request timeout of the main model, ms (default 300 s). */
   respondTimeoutMs?: number;
   env?: Readonly<Record<string, string | undefined>>;
+  /** The worker's Codex app-server processes (SPEC §15.2); absent: app-server providers cannot run here. */
+  appServers?: AppServerPool | null;
 }
 
 export interface RespondInput {
@@ -54,6 +59,8 @@ export interface RespondInput {
   relay?: boolean;
   /** SPEC §15.1: the conversation's `compact_threshold` for Responses requests; null or absent when not opted in. */
   nativeCompactThreshold?: number | null;
+  /** The workflow's last real reading (SPEC §15.2: an app-server compaction's "tokens before"). */
+  lastPromptTokens?: number;
 }
 
 export interface RespondResult {
@@ -74,6 +81,11 @@ export interface RespondResult {
   nativeCheckpoint?: boolean;
   /** With `nativeCheckpoint` when this attempt stored it: what the checkpoint stands in for. */
   nativeCovered?: NativeCovered;
+  /**
+   * SPEC §15.2: the turn ran on a Codex app-server (its thread owns the context: the local compressor keeps out),
+   * with the session's compression_count after the compactions the app-server reported in it.
+   */
+  appServer?: { compressionCount: number; compactions: string[] };
 }
 
 /**
@@ -85,10 +97,12 @@ export function respondDepsFrom(deps: {
   cacheTtl?: CacheTtl | null;
   env?: Readonly<Record<string, string | undefined>>;
   respondTimeoutMs?: number;
+  appServers?: AppServerPool | null;
 }): Omit<RespondDeps, 'db'> {
   return {
     providers: deps.providers ?? null,
     cacheTtl: deps.cacheTtl === undefined ? '5m' : deps.cacheTtl,
+    ...(deps.appServers ? { appServers: deps.appServers } : {}),
     ...(deps.env ? { env: deps.env } : {}),
     ...(deps.respondTimeoutMs ? { respondTimeoutMs: deps.respondTimeoutMs } : {}),
   };
@@ -102,6 +116,8 @@ export interface TurnCall {
   replay?: NativeReplay | null;
   /** With `replay`: what the checkpoint stands in for among the rows the turn read. */
   nativeCovered?: NativeCovered;
+  /** A Codex app-server turn (SPEC §15.2): the compactions it reported, already recorded. */
+  appServer?: RecordedAppServerCompaction[];
 }
 
 /**
@@ -111,6 +127,7 @@ export interface TurnCall {
 export function createTurnRunner(deps: RespondDeps) {
   const { db } = deps;
   const env = deps.env ?? process.env;
+  const appServer = createAppServerSessions({ db, appServers: deps.appServers ?? null });
 
   /**
    * Where a turn starts, in one read-only transaction: the turn as stored by an earlier attempt (reply and turn are
@@ -137,6 +154,9 @@ export function createTurnRunner(deps: RespondDeps) {
               tokenEstimate: row.tokenEstimate,
               totals: totalsOf(conversation),
               ...(turn.replay ? { nativeCheckpoint: true } : {}),
+              ...(chatProviderOf(deps.providers, input.provider)?.api === 'codex_app_server'
+                ? { appServer: { compressionCount: -1, compactions: [] } }
+                : {}),
             };
             return { stored };
           }
@@ -162,6 +182,14 @@ export function createTurnRunner(deps: RespondDeps) {
     if (problem || !provider) {
       const type = provider ? FailureType.ProviderKeyMissing : FailureType.NoProvider;
       throw ApplicationFailure.nonRetryable(problem ?? 'no LLM provider is configured', type);
+    }
+    if (provider.api === 'codex_app_server') {
+      const ref = { tenantId: input.tenantId, conversationId: input.conversationId, model: input.model };
+      const turn = await appServer.turn({ ...ref, lastPromptTokens: input.lastPromptTokens ?? 0 }, provider, rows, {
+        timeoutMs: deps.respondTimeoutMs ?? 300_000,
+        ...options,
+      });
+      return { provider, result: turn.result, appServer: turn.compactions };
     }
     const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
     // A Responses provider: from the newest native checkpoint on, with the gate's field (responsesNative.ts).
@@ -196,7 +224,7 @@ export function createTurnRunner(deps: RespondDeps) {
    */
   async function store(
     input: RespondInput,
-    { provider, result, replay, nativeCovered }: TurnCall,
+    { provider, result, replay, nativeCovered, appServer: compactions }: TurnCall,
     settle?: AppendOptions['settle'],
   ): Promise<{ result: RespondResult; appended: AppendResult } | null> {
     const appended = await appendToConversation(
@@ -243,6 +271,7 @@ export function createTurnRunner(deps: RespondDeps) {
         replySeq: appended.totals!.batchSeq,
         ...(replay ? { nativeCheckpoint: true } : {}),
         ...(replay && nativeCovered ? { nativeCovered } : {}),
+        ...(compactions ? { appServer: appServerOutcome(compactions) } : {}),
       },
     };
   }
@@ -265,6 +294,12 @@ export function createTurnRunner(deps: RespondDeps) {
 }
 
 export type TurnRunner = ReturnType<typeof createTurnRunner>;
+
+/** What the workflow learns of an app-server turn's compactions: ids and the session's count (-1: none reported). */
+function appServerOutcome(compactions: readonly RecordedAppServerCompaction[]): RespondResult['appServer'] {
+  const last = compactions.at(-1);
+  return { compressionCount: last ? last.compressionCount : -1, compactions: compactions.map((c) => c.compactionId) };
+}
 
 export function createRespondActivities(deps: RespondDeps) {
   const turns = createTurnRunner(deps);

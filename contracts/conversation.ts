@@ -271,4 +271,12 @@ export interface CarriedState {
   runs: number;
   /** The latest notification epoch seen (quiet batches, migration 0009); absent in states carried before it. */
   notifyEpoch?: number;
+  /**
+   * Who owns the context (SPEC §15.2): `codex_app_server` — a Codex app-server thread; the local compressor keeps
+   * out and the host only records the app-server's compactions. Absent or null: this host's compressor.
+   */
+  runtime?: ConversationRuntime | null;
 }
+
+/** A conversation whose context another agent owns (SPEC §15.2 API mode `codex_app_server`). */
+export type ConversationRuntime = 'codex_app_server';

@@ -20,6 +20,8 @@ export const FailureType = {
   ProviderKeyMissing: 'ProviderKeyMissing',
   /** PostgreSQL refused the data with an error no retry can fix (data exception, constraint, limit). */
   StoreRefused: 'StoreRefused',
+  /** A Codex app-server turn or compaction failed, or the app-server refused the request (SPEC §15.2). */
+  AppServerTurnFailed: 'AppServerTurnFailed',
   /** An idempotency key was reused for a different message. */
   IdempotencyConflict: 'IdempotencyConflict',
 } as const;

@@ -104,6 +104,7 @@ stops.unshift(
     // The Temporal runtime already begins shutting workers down on SIGINT/SIGTERM (it drains, then run() ends).
     if (worker.getState() === 'RUNNING') worker.shutdown();
     await workerRun.catch(() => undefined);
+    await llm.appServers?.close();
     await nativeConnection.close();
   }),
 );

@@ -35,6 +35,7 @@ console.log(
 try {
   await worker.run();
 } finally {
+  await llm.appServers?.close();
   await connection.close();
   await db.destroy();
 }

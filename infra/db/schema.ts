@@ -132,6 +132,8 @@ export interface ConversationsTable {
   quiet_fold: NullableJson<QuietFold>;
   /** What was notified since the rules (0011); null: unknown until the workflow publishes again. */
   notified_since: NullableJson<NotifiedSince>;
+  /** SPEC §15.2: the Codex app-server thread holding the conversation's context (migrations/0017). */
+  codex_thread_id: string | null;
   /** Drop-in histories match the rows above this message id: those since the latest client compaction (0013). */
   client_floor: ColumnType<string, string | number | undefined, string | number>;
   /** The idempotency key of the newest keyed message appended to the current session (0014); compactions leave it. */
@@ -171,6 +173,11 @@ export interface CompactionsTable {
   /** Quality gate of an LLM summary: retention share before and after it (null: no gate ran). */
   retention_before: number | null;
   retention_after: number | null;
+  /** A compaction someone else ran (SPEC §15.2): the newest stored message when it happened (migrations/0017). */
+  boundary_message_id: number | null;
+  /** An app-server compaction: the thread and the turn that held its `contextCompaction` item. */
+  thread_id: string | null;
+  turn_id: string | null;
 }
 
 export interface EventsTable {

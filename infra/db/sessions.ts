@@ -243,3 +243,15 @@ export async function responsesNativeDisabled(db: Kysely<Database>, tenantId: st
   );
   return row?.responses_native_disabled === true;
 }
+
+/** One more compaction of the session (its `compression_count` + 1, in the caller's transaction); the new count. */
+export async function countCompression(tx: Kysely<Database>, tenantId: string, sessionId: string): Promise<number> {
+  const bumped = await tx
+    .updateTable('sessions')
+    .set({ compression_count: sql`compression_count + 1` })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', sessionId)
+    .returning('compression_count')
+    .executeTakeFirstOrThrow();
+  return bumped.compression_count;
+}

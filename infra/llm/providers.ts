@@ -4,6 +4,7 @@
 // API keys never live in the file: a provider names the environment variable that holds its key.
 import { z } from 'zod';
 import { ConfigError } from '../../engine/config.js';
+import { APP_SERVER_RULES, type AppServerSettings, appServerSettingsFor } from '../codex/settings.js';
 import {
   type FieldRule,
   HTTP_URL_PATTERN,
@@ -13,9 +14,14 @@ import {
 } from '../config/fieldRules.js';
 import { ProviderKeyMissingError, providerApiKey } from './providerKeys.js';
 
+export type { AppServerSettings };
+
 export type ProviderKind = 'openai' | 'anthropic';
-/** The wire API of an OpenAI-kind provider's chat turns: Chat Completions, or the Responses API (SPEC §15.1). */
-export type ProviderApi = 'chat_completions' | 'responses';
+/**
+ * How an OpenAI-kind provider runs chat turns: Chat Completions, the Responses API (SPEC §15.1), or a Codex
+ * app-server that owns the thread's context (SPEC §15.2).
+ */
+export type ProviderApi = 'chat_completions' | 'responses' | 'codex_app_server';
 /** The provider name `promptCachingState` understands (SPEC §12.1), or null when caching never applies. */
 export type CachingRoute = 'anthropic' | 'openrouter' | null;
 
@@ -39,6 +45,8 @@ export interface ProviderConfig {
    * them): a stable label for a key that rotates (the OAuth token of `openai-codex`); absent: a fingerprint of the key.
    */
   account?: string;
+  /** `api: codex_app_server`: how the app-server is run (infra/codex/settings.ts). */
+  appServer?: AppServerSettings;
 }
 
 export interface MainModelConfig {
@@ -82,7 +90,10 @@ const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const PROVIDER_RULES = {
   kind: { allowed: 'openai or anthropic', schema: z.enum(['openai', 'anthropic']) },
-  api: { allowed: 'chat_completions or responses', schema: z.enum(['chat_completions', 'responses']) },
+  api: {
+    allowed: 'chat_completions, responses or codex_app_server',
+    schema: z.enum(['chat_completions', 'responses', 'codex_app_server']),
+  },
   base_url: { allowed: 'URL string', schema: z.string().regex(HTTP_URL_PATTERN) },
   api_key_env: {
     allowed: `null or environment variable name matching ${ENV_NAME_PATTERN.source}`,
@@ -91,6 +102,7 @@ const PROVIDER_RULES = {
   headers: { allowed: 'map of string → string', schema: z.record(z.string(), z.string()) },
   models: { allowed: 'list of non-empty strings', schema: z.array(z.string().min(1)) },
   account: { allowed: 'non-empty string', schema: z.string().min(1) },
+  ...APP_SERVER_RULES,
 } satisfies Record<string, FieldRule<unknown>>;
 
 type ProviderFields = { [K in keyof typeof PROVIDER_RULES]?: z.infer<(typeof PROVIDER_RULES)[K]['schema']> };
@@ -124,7 +136,18 @@ function cachingRouteOf(id: string, kind: ProviderKind, baseUrl: string): Cachin
 
 function buildProvider(id: string, fields: ProviderFields): ProviderConfig {
   const known = Object.hasOwn(WELL_KNOWN_PROVIDERS, id) ? WELL_KNOWN_PROVIDERS[id] : undefined;
-  const baseUrl = fields.base_url ?? known?.baseUrl;
+  const kind = fields.kind ?? known?.kind ?? 'openai';
+  const api = fields.api ?? known?.api ?? 'chat_completions';
+  if (kind === 'anthropic' && api !== 'chat_completions') {
+    throw ConfigError.badValue(`providers.${id}.api`, 'chat_completions (the only API of an anthropic provider)', api);
+  }
+  const apiKeyEnv = fields.api_key_env === undefined ? (known?.apiKeyEnv ?? null) : fields.api_key_env;
+  const headers = { ...(fields.headers ?? {}) };
+  // An app-server calls its own upstream: `base_url` is optional and names the Responses endpoint Codex is sent to.
+  const upstream = { baseUrl: fields.base_url, apiKeyEnv, headers };
+  const appServer = appServerSettingsFor(`providers.${id}`, api, fields, upstream);
+  const baseUrl =
+    fields.base_url ?? known?.baseUrl ?? (appServer ? `codex-app-server:${appServer.codexHome}` : undefined);
   if (baseUrl === undefined) {
     throw ConfigError.badValue(
       `providers.${id}.base_url`,
@@ -132,21 +155,17 @@ function buildProvider(id: string, fields: ProviderFields): ProviderConfig {
       null,
     );
   }
-  const kind = fields.kind ?? known?.kind ?? 'openai';
-  const api = fields.api ?? known?.api ?? 'chat_completions';
-  if (kind === 'anthropic' && api !== 'chat_completions') {
-    throw ConfigError.badValue(`providers.${id}.api`, 'chat_completions (the only API of an anthropic provider)', api);
-  }
   return {
     id,
     kind,
     api,
     baseUrl: baseUrl.replace(/\/+$/, ''),
-    apiKeyEnv: fields.api_key_env === undefined ? (known?.apiKeyEnv ?? null) : fields.api_key_env,
-    headers: { ...(fields.headers ?? {}) },
+    apiKeyEnv,
+    headers,
     models: [...(fields.models ?? [])],
     cachingRoute: cachingRouteOf(id, kind, baseUrl),
     ...(fields.account !== undefined ? { account: fields.account } : {}),
+    ...(appServer ? { appServer } : {}),
   };
 }
 

@@ -60,6 +60,7 @@ describe('migrations', () => {
       '0014_last_key',
       '0015_turn_replay',
       '0016_native_trigger',
+      '0017_app_server',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -100,6 +101,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0017_app_server', 'Success'],
       ['0016_native_trigger', 'Success'],
       ['0015_turn_replay', 'Success'],
       ['0014_last_key', 'Success'],
@@ -120,6 +122,7 @@ describe('0010 down and up again', () => {
       '0014_last_key',
       '0015_turn_replay',
       '0016_native_trigger',
+      '0017_app_server',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -150,6 +153,7 @@ describe('0014 on conversations stored before it', () => {
       '0014_last_key',
       '0015_turn_replay',
       '0016_native_trigger',
+      '0017_app_server',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

@@ -1,13 +1,15 @@
 // The LLM side of the worker's dependencies from config.yaml (DESIGN.md §5): the configured providers for the agent
 // turn, and a summarizer per (main model, provider), resolved once and reused (SPEC §2.3: the summary model defaults
 // to the session's main model). With no provider configured, compaction uses the extractive summariser (SPEC §19).
+// A `codex_app_server` provider gets the worker's pool of app-server processes (SPEC §15.2), closed with the worker.
 import type { ActivityDeps } from '../../activities/index.js';
 import type { Summarizer } from '../../engine/index.js';
+import { AppServerPool } from '../../infra/codex/pool.js';
 import type { LoadedConfig } from '../../infra/config/loadConfig.js';
 import { parseProvidersConfig } from '../../infra/llm/providers.js';
 import { createSummarizer } from '../../infra/llm/summarizer.js';
 
-export type LlmDeps = Pick<ActivityDeps, 'providers' | 'summarizerFor' | 'cacheTtl' | 'env'> & {
+export type LlmDeps = Pick<ActivityDeps, 'providers' | 'summarizerFor' | 'cacheTtl' | 'env' | 'appServers'> & {
   /** True when at least one provider is configured (summaries and chat backend mode available). */
   configured: boolean;
 };
@@ -19,8 +21,11 @@ export function llmDepsFromConfig(
 ): LlmDeps {
   const providers = parseProvidersConfig(config.raw);
   const cache = new Map<string, Summarizer | null>();
+  // SPEC §15.2: the app-server processes start on a conversation's first turn, not here.
+  const appServer = [...providers.providers.values()].some((p) => p.api === 'codex_app_server');
   return {
     providers,
+    ...(appServer ? { appServers: new AppServerPool(env) } : {}),
     cacheTtl: config.promptCaching.cacheTtl,
     env,
     configured: providers.providers.size > 0 || config.auxiliary.baseUrl !== null,

@@ -8,6 +8,7 @@ import type { RespondActivities } from '../../activities/respond.js';
 import type { ChatTurnRequest, CompactionResult, TurnOutcome } from '../../contracts/conversation.js';
 import type { NativeCovered } from '../../engine/nativeCompaction.js';
 import { localModelActivityOptions, modelActivityOptions, storeActivityOptions } from '../activityOptions.js';
+import { afterAppServerTurn } from './appServer.js';
 import type { ConversationEntity } from './entity.js';
 import {
   absorbTotals,
@@ -56,6 +57,7 @@ export async function runChatTurn(conversation: ConversationEntity, request: Cha
     afterCompactionId: state.cache.watching?.compactionId ?? null,
     ...(request.relay ? { relay: true } : {}),
     ...(nativeThreshold !== null ? { nativeCompactThreshold: nativeThreshold } : {}),
+    lastPromptTokens: conversation.engine.exportState().lastPromptTokens,
   });
   absorbTotals(state, result.totals);
   // The reply's batch is decided here (its post-response check follows): no gap behind it, one more decided batch.
@@ -66,7 +68,13 @@ export async function runChatTurn(conversation: ConversationEntity, request: Cha
   state.readingBaseTokens = result.totals.activeTokens - result.tokenEstimate;
   await conversation.countTurn(result.usage);
   let compaction: CompactionResult | null = null;
-  if (result.nativeCheckpoint) {
+  if (result.appServer) {
+    // SPEC §15.2: the app-server compacted (or not) on its own; its compactions are recorded already.
+    compaction = await afterAppServerTurn(conversation, {
+      usage: result.usage,
+      compressionCount: result.appServer.compressionCount,
+    });
+  } else if (result.nativeCheckpoint) {
     const id = nativeCompactionId(ids.conversationId, { seq: result.replySeq ?? null, messageId: result.messageId });
     const covered = result.nativeCovered ?? coveredBefore(result.totals, result.tokenEstimate);
     await takeNativeCheckpoint(conversation, covered, id);

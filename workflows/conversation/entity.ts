@@ -18,6 +18,7 @@ import {
   type Usage,
 } from '../../engine/index.js';
 import { localStoreActivityOptions, modelActivityOptions, storeActivityOptions } from '../activityOptions.js';
+import { compactOnAppServer } from './appServer.js';
 import { BackgroundCompactions } from './background.js';
 import { conversationBreaker, HOUR_MS, pruneAutoTimes, tenantBreaker } from './brakes.js';
 import { accountCacheUsage } from './cacheTelemetry.js';
@@ -33,6 +34,7 @@ import {
   hygieneHistory,
   markApplied,
   nativeCompactionId,
+  ownedByAppServer,
 } from './state.js';
 import { showInTemporalUi } from './visibility.js';
 
@@ -171,6 +173,8 @@ export class ConversationEntity {
    * still running is settled first: one compaction at a time, and the blocking one works on its result.
    */
   async compact(trigger: CompactionTrigger, options: CompactionOptions = {}): Promise<CompactionResult> {
+    // SPEC §15.2: the app-server owns the context; `/compress` asks it (appServer.ts).
+    if (ownedByAppServer(this.state)) return compactOnAppServer(this, trigger);
     await this.background.wait();
     return runCompaction(this, trigger, options);
   }
@@ -199,6 +203,7 @@ export class ConversationEntity {
   /** An automatic in-loop compaction (SPEC §7.6), unless a brake holds: at most one between two model calls. */
   private async maybeCompact(trigger: Exclude<AutoTrigger, 'hygiene'>, tokens?: number) {
     const { state, engine } = this;
+    if (ownedByAppServer(state)) return null; // SPEC §15.2: never the local compressor (`hermes`: appServer.ts)
     if (!state.config.enabled || state.autoSinceModelCall || this.background.active) return null;
     const wouldRun = (tokens ?? engine.exportState().lastPromptTokens) >= engine.thresholdTokens;
     if (!wouldRun || engine.blockingReason() !== null || (await this.inLoopPaused())) return null;
@@ -212,6 +217,7 @@ export class ConversationEntity {
   /** SPEC §11: the safety net before the turn of an incoming user message (frequency breakers do not stop it). */
   private async hygiene(incoming: NonNullable<StoredBatch['incoming']>): Promise<CompactionResult | null> {
     const { state } = this;
+    if (ownedByAppServer(state)) return null; // SPEC §15.2: the app-server's context is not this host's to shrink
     // A background compaction counts as the automatic attempt since the last model call, but while it runs the
     // safety net still looks: above 85 % the turn waits for it (issue #11 §4).
     if (!state.config.enabled || (state.autoSinceModelCall && !this.background.active)) return null;

@@ -5,6 +5,7 @@ import type { ConversationActivities } from '../../activities/conversation.js';
 import type { ConversationStatus, SwitchModelRequest } from '../../contracts/conversation.js';
 import { NOTICE_MODEL_SWITCH } from '../../engine/index.js';
 import { storeActivityOptions } from '../activityOptions.js';
+import { refreshRuntime } from './appServer.js';
 import type { ConversationEntity } from './entity.js';
 import { resolveWindow } from './window.js';
 
@@ -26,7 +27,10 @@ export async function switchModel(
     state.nativeBase = null;
     conversation.engine.restoreState({ ...conversation.engine.exportState(), lastPromptTokens: 0 });
   }
+  const previousProvider = state.provider;
   Object.assign(state, { model: request.model, provider, contextLength });
+  // SPEC §15.2: who owns the context may change with the provider.
+  if (provider !== previousProvider) await refreshRuntime(conversation);
   if (changed) conversation.notice(NOTICE_MODEL_SWITCH);
   await autoraiseNotice(conversation);
   return conversation.status();

@@ -11,7 +11,7 @@ import {
 } from '../../engine/index.js';
 import { nativeCompactThreshold } from '../../engine/nativeCompaction.js';
 import { accountFoldedTurns } from './cacheTelemetry.js';
-import { absorbTotals, type CarriedState, markRangeApplied, nativeThresholdOf } from './state.js';
+import { absorbTotals, type CarriedState, markRangeApplied, nativeThresholdOf, ownedByAppServer } from './state.js';
 
 /**
  * The rules the gateway judges the next batches by. `compacting`: a background compaction runs; `foldsAtSettle`:
@@ -33,8 +33,9 @@ export function quietRulesFor(
     compacting: compacting.compacting,
     foldsAtSettle: compacting.foldsAtSettle,
     pausedAtFixedPoint: state.autoPaused === 'fixed_point',
-    turnsQuiet: state.host.background,
-    gatewayTurns: state.host.background,
+    // SPEC §15.2: an app-server turn runs in the worker that holds the app-server (never in the gateway).
+    turnsQuiet: state.host.background && !ownedByAppServer(state),
+    gatewayTurns: state.host.background && !ownedByAppServer(state),
     nativeBase: state.nativeBase ?? null,
     nativeCompactThreshold: nativeThresholdOf(state, engine),
   });

@@ -69,6 +69,11 @@ export function openingState(fields: OpeningFields): CarriedState {
   };
 }
 
+/** SPEC §15.2: a Codex app-server owns the conversation's context (the local compressor keeps out). */
+export function ownedByAppServer(state: CarriedState): boolean {
+  return state.runtime === 'codex_app_server';
+}
+
 /** SPEC §15.1: the `compact_threshold` of this conversation's Responses requests, or null when not opted in. */
 export function nativeThresholdOf(state: CarriedState, engine: ContextCompressor): number | null {
   return state.config.codexResponsesNative ? nativeCompactThreshold(state.config, engine.thresholdTokens) : null;

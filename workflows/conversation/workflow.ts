@@ -272,5 +272,6 @@ async function openState(input: ConversationInput): Promise<OpenedState> {
     provider,
     notifyEpoch: opened.notifyEpoch,
   });
+  if (opened.runtime) state.runtime = opened.runtime;
   return { state, notification: fold ? { epoch: opened.notifyEpoch ?? 0, quiet: fold } : null };
 }

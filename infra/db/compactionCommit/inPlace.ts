@@ -8,6 +8,7 @@ import { isCommitted } from '../compactions.js';
 import { messageToFields, toStoredMessage } from '../messageRows.js';
 import { insertMessageRows } from '../messages.js';
 import type { Database } from '../schema.js';
+import { countCompression } from '../sessions.js';
 import { type WriteRetryOptions, withTenantWrite } from '../writeRetry.js';
 import {
   type CommitRow,
@@ -116,19 +117,13 @@ export async function commitInPlace(
         plan.inserts.map((row) => ({ ...row, compactionId: input.compactionId })),
       );
       await keepRowsSince(tx, tenantId, since, input.output, input.sessionId);
-      const bumped = await tx
-        .updateTable('sessions')
-        .set({ compression_count: sql`compression_count + 1` })
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', input.sessionId)
-        .returning('compression_count')
-        .executeTakeFirstOrThrow();
+      const compressionCount = await countCompression(tx, tenantId, input.sessionId);
       const summaryRow = inserted.find((row) => row.position === input.summaryIndex);
       return finishCompaction(tx, tenantId, {
         input,
         session,
         sessionId: input.sessionId,
-        compressionCount: bumped.compression_count,
+        compressionCount,
         compactedRowIds: plan.archivedIds,
         insertedRowIds: inserted.map((row) => row.id),
         summaryRowId: summaryRow?.id ?? plan.carriedSummaryRowId,

@@ -216,6 +216,10 @@ export async function insertCompressEvent(
     old_session_id: string;
     in_place: boolean;
     compression_count: number;
+    /** SPEC §15.2: a Codex app-server compaction's runtime and ids. */
+    runtime?: 'codex_app_server';
+    thread_id?: string;
+    turn_id?: string;
   },
 ): Promise<void> {
   await tx

@@ -16,6 +16,7 @@ import * as m0013 from './0013_client_compaction.js';
 import * as m0014 from './0014_last_key.js';
 import * as m0015 from './0015_turn_replay.js';
 import * as m0016 from './0016_native_trigger.js';
+import * as m0017 from './0017_app_server.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -34,6 +35,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0014_last_key': m0014,
   '0015_turn_replay': m0015,
   '0016_native_trigger': m0016,
+  '0017_app_server': m0017,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -83,7 +83,7 @@ describe('providers: section', () => {
       providersOf('providers:\n  openai-codex: { account: team-a }\n').providers.get('openai-codex')?.account,
     ).toBe('team-a');
     expect(() => providersOf('providers:\n  openai: { api: completions }\n')).toThrow(
-      'Invalid configuration: providers.openai.api: expected chat_completions or responses, got "completions"',
+      'Invalid configuration: providers.openai.api: expected chat_completions, responses or codex_app_server, got "completions"',
     );
     expect(() => providersOf('providers:\n  anthropic: { api: responses }\n')).toThrow(
       'Invalid configuration: providers.anthropic.api: expected chat_completions (the only API of an anthropic provider), got "responses"',
