@@ -36,6 +36,8 @@ interface SessionRef {
   tenantId: string;
   conversationId: string;
   model: string;
+  /** A new thread's developer instructions: the transcript's system prompt. */
+  instructions?: string | null;
 }
 
 function textOf(message: ChatMessage): string {
@@ -112,7 +114,11 @@ export function createAppServerSessions(deps: AppServerDeps) {
     const settings = settingsOf(provider);
     const known = await selectCodexThread(deps.db, ref.tenantId, ref.conversationId);
     if (!known && !create) return null;
-    const thread = await pool().thread(provider.id, settings, { threadId: known, model: ref.model });
+    const thread = await pool().thread(provider.id, settings, {
+      threadId: known,
+      model: ref.model,
+      instructions: ref.instructions ?? null,
+    });
     if (!thread.created) return thread;
     const kept = await claimCodexThread(deps.db, ref.tenantId, ref.conversationId, thread.threadId);
     if (kept === thread.threadId) return thread;
@@ -147,7 +153,8 @@ export function createAppServerSessions(deps: AppServerDeps) {
     ): Promise<{ result: ChatResult; compactions: RecordedAppServerCompaction[] }> {
       try {
         const known = await selectCodexThread(deps.db, ref.tenantId, ref.conversationId);
-        const thread = await threadOf(ref, provider, true);
+        const system = rows.filter((r) => r.message.role === 'system').map((r) => textOf(r.message));
+        const thread = await threadOf({ ...ref, instructions: system.join('\n\n') || null }, provider, true);
         if (!thread) throw new Error('unreachable: a turn creates its thread');
         const turn = await runAppServerTurn(thread.server, thread.threadId, appServerInput(rows, known === null), {
           timeoutMs: options.timeoutMs,

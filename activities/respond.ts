@@ -5,7 +5,7 @@
 // (issue #9 §2).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
-import type { CacheRecovery } from '../contracts/conversation.js';
+import type { CacheRecovery, ReplyKey } from '../contracts/conversation.js';
 import { FailureType } from '../contracts/failures.js';
 import { type CacheTtl, prepareContext } from '../engine/index.js';
 import type { NativeCovered, NativeReplay } from '../engine/nativeCompaction.js';
@@ -14,6 +14,7 @@ import type { RecordedAppServerCompaction } from '../infra/db/appServer.js';
 import { updateCompaction } from '../infra/db/compactions.js';
 import { type AppendOptions, type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
 import { selectConversation, totalsOf } from '../infra/db/conversations.js';
+import { historyKey } from '../infra/db/historyKeys.js';
 import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/db/messages.js';
 import type { Database } from '../infra/db/schema.js';
 import { READ_ONLY, withTenant } from '../infra/db/tenant.js';
@@ -61,6 +62,8 @@ export interface RespondInput {
   nativeCompactThreshold?: number | null;
   /** The workflow's last real reading (SPEC §15.2: an app-server compaction's "tokens before"). */
   lastPromptTokens?: number;
+  /** A drop-in client's turn: the reply's idempotency key is the one its dialect gives it (default: the turn id). */
+  replyKey?: ReplyKey;
 }
 
 export interface RespondResult {
@@ -231,7 +234,7 @@ export function createTurnRunner(deps: RespondDeps) {
       db,
       input.tenantId,
       input.conversationId,
-      [{ message: result.message, idempotencyKey: input.turnKey }],
+      [{ message: result.message, idempotencyKey: replyKeyOf(input, result.message) }],
       {
         ...(settle ? { settle } : {}),
         within: async (tx, append) => {
@@ -294,6 +297,11 @@ export function createTurnRunner(deps: RespondDeps) {
 }
 
 export type TurnRunner = ReturnType<typeof createTurnRunner>;
+
+/** The reply's idempotency key: the turn id, or for a drop-in client's turn the key its next history gives it. */
+function replyKeyOf(input: RespondInput, reply: ChatResult['message']): string {
+  return input.replyKey ? historyKey(input.replyKey.prefix, input.replyKey.position, reply) : input.turnKey;
+}
 
 /** What the workflow learns of an app-server turn's compactions: ids and the session's count (-1: none reported). */
 function appServerOutcome(compactions: readonly RecordedAppServerCompaction[]): RespondResult['appServer'] {

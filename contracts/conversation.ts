@@ -83,6 +83,14 @@ export interface ChatTurnRequest {
   tools?: ChatTool[];
   /** A client streams the turn: the model call publishes the reply's text as it is written (infra/db/turnText.ts). */
   relay?: boolean;
+  /** A drop-in client's turn: the reply is keyed as that dialect keys its history (infra/db/historyKeys.ts). */
+  replyKey?: ReplyKey;
+}
+
+/** Where a reply sits in a drop-in dialect's history: the key prefix and its position (SPEC §15.2 drop-in turns). */
+export interface ReplyKey {
+  prefix: string;
+  position: number;
 }
 
 /** Token usage of one model call. `prompt_tokens` is the whole input: uncached + cache reads + cache writes. */

@@ -82,7 +82,7 @@ export class AppServerPool {
   async thread(
     providerId: string,
     settings: AppServerSettings,
-    options: { threadId: string | null; model: string },
+    options: { threadId: string | null; model: string; instructions?: string | null },
   ): Promise<AppServerThread> {
     const running = await this.process(providerId, settings);
     const { server, loaded } = running;
@@ -92,6 +92,8 @@ export class AppServerPool {
         cwd: settings.codexHome,
         approvalPolicy: 'never',
         sandbox: settings.sandbox,
+        // The conversation's system prompt, as the thread's developer instructions (Codex keeps its own base ones).
+        ...(options.instructions ? { developerInstructions: options.instructions } : {}),
       });
       loaded.add(started.thread.id);
       return { server, threadId: started.thread.id, created: true };

@@ -1,11 +1,36 @@
 // The idempotency keys a drop-in dialect gave a conversation's messages (issue #12; workers/gateway/dropin/history.ts
-// builds them from position and content): which of a history's keys are stored, how many the dialect stored, and
+// builds them from position and content with historyKey here, which the respond activity also uses for a reply the
+// worker stores for a drop-in client, SPEC §15.2): which of a history's keys are stored, how many the dialect stored, and
 // the conversation's current and published sessions — one read-only statement. Keys stay on compacted rows, so a client's full
 // history still matches after a compaction; only the rows above the conversation's client floor count (those since
 // the client's own latest compaction, infra/db/clientCompaction.ts).
+import { createHash } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
+import type { ChatMessage, ContentPart } from '../../engine/types.js';
 import type { Database } from './schema.js';
 import { READ_ONLY, withTenant } from './tenant.js';
+
+/** What identifies a message across requests: the fields a model sees, nothing a client adds for itself. */
+export function wireOf(message: ChatMessage): unknown {
+  const parts = Array.isArray(message.content) ? message.content : null;
+  // Text in parts is the same text as a string (a client echoes a reply as blocks that the store keeps as one string).
+  const content = !parts
+    ? (message.content ?? '')
+    : parts.every((part) => part.type === 'text')
+      ? parts.map((part) => part.text).join('')
+      : parts.map((part: ContentPart) =>
+          part.type === 'image_url' ? { image_url: part.image_url.url } : { text: part.text },
+        );
+  const calls = (message.tool_calls ?? []).map((c) => [c.id, c.function.name, c.function.arguments]);
+  return [message.role, content, calls, message.tool_call_id ?? null, message.name ?? null];
+}
+
+export const digest = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex');
+
+/** Idempotency key of the message at `position` of a `dialect`'s history: its place and its wire fields. */
+export function historyKey(dialect: string, position: number, message: ChatMessage): string {
+  return `${dialect}:${position}:${digest(wireOf(message)).slice(0, 32)}`;
+}
 
 export interface StoredHistoryKeys {
   /** The conversation's current session; null when there is no such conversation. */

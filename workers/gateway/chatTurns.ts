@@ -70,7 +70,13 @@ export interface TurnObserver {
   discard(): void;
 }
 
-export type ChatRequest = { messages: IncomingMessage[]; tools?: ChatTurnRequest['tools']; observer?: TurnObserver };
+export type ChatRequest = {
+  messages: IncomingMessage[];
+  tools?: ChatTurnRequest['tools'];
+  observer?: TurnObserver;
+  /** A drop-in turn the workflow runs (SPEC §15.2 app-server routes): how its reply is keyed. */
+  replyKey?: ChatTurnRequest['replyKey'];
+};
 
 /** Where a turn ran: in the gateway (none of its batches notified, or some), by the workflow, or stored before. */
 export type TurnPath = 'gateway_quiet' | 'gateway_notified' | 'workflow' | 'stored';
@@ -243,6 +249,7 @@ export class ChatTurns {
         batch: withNotification(appended),
         ...(request.tools ? { tools: request.tools } : {}),
         ...(unlisten ? { relay: true } : {}),
+        ...(request.replyKey ? { replyKey: request.replyKey } : {}),
       });
       return { outcome };
     } finally {

@@ -58,6 +58,7 @@ export async function runChatTurn(conversation: ConversationEntity, request: Cha
     ...(request.relay ? { relay: true } : {}),
     ...(nativeThreshold !== null ? { nativeCompactThreshold: nativeThreshold } : {}),
     lastPromptTokens: conversation.engine.exportState().lastPromptTokens,
+    ...(request.replyKey ? { replyKey: request.replyKey } : {}),
   });
   absorbTotals(state, result.totals);
   // The reply's batch is decided here (its post-response check follows): no gap behind it, one more decided batch.

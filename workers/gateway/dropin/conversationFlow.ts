@@ -61,7 +61,7 @@ export interface DropinTurn {
 }
 
 /** Where a request's reply goes. */
-interface Target {
+export interface Target {
   conversationId: string;
   /** The conversation is stored already (else the first append creates it). */
   exists: boolean;
@@ -102,7 +102,7 @@ export class DropinFlow {
     /** The dialect's prefix of idempotency keys and derived conversation ids (`oa`, `an`). */
     private readonly dialect: string,
     /** The `source` of the conversations the dialect creates. */
-    private readonly source: string,
+    readonly source: string,
   ) {}
 
   /**
@@ -240,7 +240,7 @@ export class DropinFlow {
    * history diverged before, at most MAX_LINEAGE_HOPS times) — unless it carries the summary of the client's own
    * pending compaction: then that compaction is committed and the history starts the conversation's new session.
    */
-  private async target(tenantId: string, history: readonly ChatMessage[], header: string | undefined): Promise<Target> {
+  async target(tenantId: string, history: readonly ChatMessage[], header: string | undefined): Promise<Target> {
     if (header !== undefined && !new RegExp(CONVERSATION_ID_PATTERN).test(header)) {
       throw new DropinRequestError(
         `x-conversation-id must match ${CONVERSATION_ID_PATTERN} (letters, digits, _ . -; at most 128)`,

@@ -4,30 +4,10 @@
 // (`x-conversation-id`) or one derived from the tenant and the opening of the history; a history that diverges from
 // what is stored goes to a branch conversation (derived from the history up to the first message that differs,
 // linked to the stored one by parent_session_id), and the stored one is never changed.
-import { createHash } from 'node:crypto';
-import type { ChatMessage, ContentPart } from '../../../engine/types.js';
+import type { ChatMessage } from '../../../engine/types.js';
+import { digest, historyKey, wireOf } from '../../../infra/db/historyKeys.js';
 
-/** What identifies a message across requests: the fields a model sees, nothing a client adds for itself. */
-function wireOf(message: ChatMessage): unknown {
-  const parts = Array.isArray(message.content) ? message.content : null;
-  // Text in parts is the same text as a string (a client echoes a reply as blocks that the store keeps as one string).
-  const content = !parts
-    ? (message.content ?? '')
-    : parts.every((part) => part.type === 'text')
-      ? parts.map((part) => part.text).join('')
-      : parts.map((part: ContentPart) =>
-          part.type === 'image_url' ? { image_url: part.image_url.url } : { text: part.text },
-        );
-  const calls = (message.tool_calls ?? []).map((c) => [c.id, c.function.name, c.function.arguments]);
-  return [message.role, content, calls, message.tool_call_id ?? null, message.name ?? null];
-}
-
-const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
-
-/** Idempotency key of the message at `position` of a `dialect`'s history: its place and its wire fields. */
-export function historyKey(dialect: string, position: number, message: ChatMessage): string {
-  return `${dialect}:${position}:${digest(wireOf(message)).slice(0, 32)}`;
-}
+export { historyKey };
 
 export function historyKeys(dialect: string, messages: readonly ChatMessage[]): string[] {
   return messages.map((message, i) => historyKey(dialect, i, message));

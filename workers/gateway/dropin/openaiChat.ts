@@ -5,7 +5,8 @@
 // sent either the client's own request, unchanged, while the conversation was never compacted (cache-neutral: to
 // Claude over a caching route, with two breakpoints of ours if the client set none, cacheBreakpoints.ts), or the
 // same request with the compacted, sanitised transcript as its messages. The reply is stored with the provider's
-// usage, which drives the in-loop check (SPEC §7) and background compaction like any other batch.
+// usage, which drives the in-loop check (SPEC §7) and background compaction like any other batch. A model a Codex
+// app-server serves is answered by the worker's app-server instead (appServerTurn.ts, SPEC §15.2).
 import type OpenAI from 'openai';
 import { prepareContext } from '../../../engine/index.js';
 import type { ChatMessage } from '../../../engine/types.js';
@@ -17,6 +18,8 @@ import {
   streamCompletion,
 } from '../../../infra/llm/openaiPassthrough.js';
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
+import type { ChatTurnReply } from '../chatTurns.js';
+import { appServerTurn } from './appServerTurn.js';
 import { withOwnChatBreakpoints } from './cacheBreakpoints.js';
 import { DropinFlow } from './conversationFlow.js';
 import { StreamedReply, usageOf } from './streamedReply.js';
@@ -71,6 +74,10 @@ export class OpenAIChatCompletions {
   async complete(tenantId: string, body: CompletionBody, conversationHeader?: string): Promise<CompletionAnswer> {
     const history = this.validate(body);
     const provider = this.upstreams.providerFor(body.model);
+    if (provider.api === 'codex_app_server')
+      return this.onAppServer(tenantId, body, history, provider, conversationHeader);
+    // Refused before anything is stored: a provider without its key.
+    const client = this.upstreams.clientFor(provider);
     const turn = await this.flow.begin(tenantId, history, conversationHeader, {
       model: body.model,
       provider: provider.id,
@@ -79,7 +86,6 @@ export class OpenAIChatCompletions {
     const upstream = turn.compacted
       ? this.withCompacted(body, turn.compacted, provider)
       : withOwnChatBreakpoints(body, provider, this.deps.cacheTtl).body;
-    const client = this.upstreams.clientFor(provider);
     if (body.stream === true) {
       const streamed = new StreamedReply(body);
       const chunks = await streamCompletion(client, provider.id, streamed.upstreamBody(upstream));
@@ -88,6 +94,32 @@ export class OpenAIChatCompletions {
     const completion = await createCompletion(client, provider.id, upstream);
     const conversationId = await turn.store(replyOf(completion.choices[0]?.message), usageOf(completion.usage));
     return { kind: 'json', conversationId, completion };
+  }
+
+  /**
+   * SPEC §15.2: the worker's app-server answers (appServerTurn.ts); the reply as a completion, or streamed as the
+   * chunks of one. The client's `tools` are not offered: the Codex agent runs its own.
+   */
+  private async onAppServer(
+    tenantId: string,
+    body: CompletionBody,
+    history: ChatMessage[],
+    provider: ProviderConfig,
+    header: string | undefined,
+  ): Promise<CompletionAnswer> {
+    const start = { model: body.model, provider: provider.id };
+    const { conversationId, turn } = await appServerTurn(
+      this.flow,
+      this.deps.conversations,
+      tenantId,
+      history,
+      header,
+      start,
+    );
+    const completion = completionOf(body.model, turn);
+    if (body.stream !== true) return { kind: 'json', conversationId, completion };
+    const options = body.stream_options as { include_usage?: unknown } | null | undefined;
+    return { kind: 'stream', conversationId, events: chunksOf(completion, options?.include_usage === true) };
   }
 
   /** The request with the conversation's compacted, sanitised transcript as its messages. */
@@ -108,4 +140,47 @@ export class OpenAIChatCompletions {
     );
     return history;
   }
+}
+
+/** A turn the workflow ran, as the completion a Chat Completions client reads. */
+function completionOf(model: string, turn: ChatTurnReply): ChatCompletion {
+  const content = typeof turn.reply.content === 'string' ? turn.reply.content : null;
+  return {
+    id: `chatcmpl-${turn.turnId.replace(/^turn:/, '')}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content, refusal: null },
+        finish_reason: 'stop',
+        logprobs: null,
+      },
+    ],
+    usage: {
+      prompt_tokens: turn.usage.prompt_tokens,
+      completion_tokens: turn.usage.completion_tokens,
+      total_tokens: turn.usage.total_tokens,
+      prompt_tokens_details: { cached_tokens: turn.usage.cache_read_tokens },
+    },
+  };
+}
+
+/** The completion as the chunks of a stream: the role, the text, the finish, the usage when asked for. */
+async function* chunksOf(completion: ChatCompletion, includeUsage: boolean): AsyncGenerator<string> {
+  const head = {
+    id: completion.id,
+    object: 'chat.completion.chunk',
+    created: completion.created,
+    model: completion.model,
+  };
+  const chunk = (delta: Record<string, unknown>, finish: string | null) =>
+    JSON.stringify({ ...head, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] });
+  yield chunk({ role: 'assistant', content: '' }, null);
+  const content = completion.choices[0]?.message.content;
+  if (content) yield chunk({ content }, null);
+  yield chunk({}, 'stop');
+  if (includeUsage) yield JSON.stringify({ ...head, choices: [], usage: completion.usage });
+  yield '[DONE]';
 }

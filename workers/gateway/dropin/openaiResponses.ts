@@ -109,6 +109,8 @@ export class OpenAIResponses {
     if (history.length === 0) throw new DropinRequestError('input must hold at least one message', 'input');
     checkStorable(history, (problem) => problem.replace(/^messages\[\d+\]\.message\.?/, 'input: '));
     const provider = this.upstreams.providerFor(body.model);
+    // Refused before anything is stored: a provider without its key, a Codex app-server route (SPEC §15.2).
+    const client = this.upstreams.clientFor(provider);
     const turn = await this.flow.begin(tenantId, history, conversationHeader, {
       model: body.model,
       provider: provider.id,
@@ -126,7 +128,6 @@ export class OpenAIResponses {
     const transcript = turn.compacted ?? foreign;
     const reasoningDropped = transcript ? reasoningItems(body.input) : 0;
     const upstream = transcript ? this.withCompacted(body, transcript, provider) : body;
-    const client = this.upstreams.clientFor(provider);
     const native = await this.nativeField(tenantId, body, provider, turn);
     const send = <T>(call: (request: ResponsesBody) => Promise<T>) =>
       this.withNative(tenantId, upstream, native, turn, call);

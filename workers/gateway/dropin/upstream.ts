@@ -76,8 +76,15 @@ export class Upstreams<K extends ProviderKind> {
     return provider;
   }
 
-  /** The provider's client (422 when its API key is not configured). */
+  /** The provider's client (422 when its API key is not configured); never one of a Codex app-server (SPEC §15.2). */
   clientFor(provider: ProviderConfig): ClientOf<K> {
+    if (provider.api === 'codex_app_server') {
+      throw new DropinRequestError(
+        `the model is served by the Codex app-server provider '${provider.id}'; ${this.endpoint} cannot reach it ` +
+          '(use POST /v1/chat/completions or the conversations API)',
+        'model',
+      );
+    }
     const cached = this.clients.get(provider.id);
     if (cached) return cached;
     let apiKey: string | null;
