@@ -1,6 +1,7 @@
 // The compaction protocol (DESIGN.md §3): its triggers and statuses, the child workflow's input and outcome, and the
 // JSON shapes stored in the `compactions` row by the phase activities and the commit. Pure, defined once.
 import type { CompressionStats, SummaryFailureClass } from '../engine/index.js';
+import type { ReplayOrigin } from '../engine/nativeCompaction.js';
 
 /**
  * SPEC §13.1 / §16.4 compaction triggers, `client`: a drop-in client's own compaction, recorded when the gateway
@@ -46,9 +47,59 @@ export const COMMITTED_STATUSES = ['committed', 'fallback'] as const satisfies r
 /** Only a compaction that used the fallback summary can be replayed (SPEC §13.7). */
 export const REPLAYABLE_STATUSES = ['fallback'] as const satisfies readonly CompactionStatus[];
 
-/** Who wrote a committed summary: the configured LLM summariser, the extractive one (SPEC §19), or §9.5's fallback. */
-export const COMPACTION_SUMMARY_BACKENDS = ['llm', 'extractive', 'fallback'] as const;
+/**
+ * Who wrote a committed summary: the configured LLM summariser, the extractive one (SPEC §19), §9.5's fallback, or
+ * Anthropic's compaction request (SPEC §19 `summary_backend: anthropic_native`, issue #13 §3).
+ */
+export const COMPACTION_SUMMARY_BACKENDS = ['llm', 'extractive', 'fallback', 'anthropic_native'] as const;
 export type CompactionSummaryBackend = (typeof COMPACTION_SUMMARY_BACKENDS)[number];
+
+/**
+ * A signed `compaction` block as Anthropic returned it (beta `compact-2026-09-04`): sent back verbatim, first in
+ * `messages`, in place of the messages it summarises. `content` is its readable summary.
+ */
+export interface AnthropicCompactionBlock {
+  type: 'compaction';
+  content: string;
+  encrypted_content: string | null;
+  signature?: string | null;
+  tool_changes?: unknown[] | null;
+}
+
+/**
+ * `compactions.native_summary` (migrations/0018): the block an `anthropic_native` compaction's summary came from and
+ * its origin. The summary row holds its readable text (searchable); requests to the same origin send the block.
+ */
+export interface NativeSummary {
+  block: AnthropicCompactionBlock;
+  /** It goes back only to the provider, base URL and account that issued it (as SPEC §15.1 replay items do). */
+  origin: ReplayOrigin;
+}
+
+/** Why an `anthropic_native` compaction used the local summariser instead (`compactions.native_fallback`). */
+export const NATIVE_FALLBACK_REASONS = [
+  /** The summary route is not Anthropic's Messages API with a Claude model. */
+  'unsupported_route',
+  /** The beta was refused earlier in this session (stored on the session). */
+  'disabled_for_session',
+  /** The beta was refused now (the session stops trying). */
+  'beta_refused',
+  /** The conversation up to the cut ends with a tool call whose result is not stored yet (the API cannot compact it). */
+  'open_tool_call',
+  /** The provider refused this compaction request (4xx naming it, or 529 compaction_unavailable). */
+  'request_refused',
+  /** The answer carried no block with content (another stop reason, or a failed compaction). */
+  'no_block',
+] as const;
+export type NativeFallbackReason = (typeof NATIVE_FALLBACK_REASONS)[number];
+
+/** What a provider-side summary cost (`compactions.summary_usage`): from `usage.iterations`' compaction entries. */
+export interface SummaryUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+}
 
 export interface CompactionTimeouts {
   /** Per-phase start-to-close for begin, align, prune and reassemble (seconds). */

@@ -107,7 +107,8 @@ export interface ReplayOrigin {
   account: string | null;
 }
 
-const sameOrigin = (a: ReplayOrigin, b: ReplayOrigin) =>
+/** Both name the same provider, base URL (trailing slashes aside) and account. */
+export const sameOrigin = (a: ReplayOrigin, b: ReplayOrigin): boolean =>
   a.provider === b.provider &&
   a.baseUrl.replace(/\/+$/, '') === b.baseUrl.replace(/\/+$/, '') &&
   a.account === b.account;

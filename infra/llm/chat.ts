@@ -10,11 +10,12 @@ import type { CacheTtl } from '../../engine/config.js';
 import { ModelNotAvailableError, resolveModelAlias } from '../../engine/modelRegistry.js';
 import { type PreparedContext, withCacheMarkers } from '../../engine/prepareContext.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../../engine/types.js';
+import { COMPACT_BETA, type LeadingCompaction, toAnthropicRequestWithBlock } from './anthropicCompaction.js';
 import { fromAnthropicResponse, toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
 import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
 import { classifyProviderError, type LlmCallSite, modelNotAvailableFailure, noChoiceFailure } from './errors.js';
 import { responsesChat } from './responsesChat.js';
-import { anthropicStreamed, type OnText, openAIStreamed } from './streamedCall.js';
+import { anthropicBetaCall, anthropicStreamed, type OnText, openAIStreamed } from './streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage, FinishReason } from './types.js';
 
 /** Anthropic requires `max_tokens`; used when the caller gives none. */
@@ -34,6 +35,11 @@ interface ChatCallInput {
   leadingItems?: readonly Record<string, unknown>[];
   /** Responses API: send `context_management` with this threshold (the caller checked the SPEC §15.1 gate). */
   compactThreshold?: number;
+  /**
+   * Anthropic: a compaction block this route issued, sent first in `messages` before the prepared messages (which no
+   * longer hold the rows it summarised) over the compaction beta (anthropicCompaction.ts, SPEC §19).
+   */
+  leadingCompaction?: LeadingCompaction;
 }
 
 /** Either a context prepared by the caller (engine/prepareContext.ts), or messages to cache-mark for this call. */
@@ -214,7 +220,10 @@ async function anthropicChat(
   prepared: PreparedContext,
   site: LlmCallSite,
 ): Promise<ChatResult> {
-  const { system, messages } = toAnthropicRequest(prepared.messages);
+  const leading = input.leadingCompaction;
+  const { system, messages } = leading
+    ? toAnthropicRequestWithBlock(prepared.messages, leading)
+    : toAnthropicRequest(prepared.messages);
   const body: Anthropic.MessageCreateParamsNonStreaming = {
     model,
     max_tokens: input.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
@@ -224,9 +233,18 @@ async function anthropicChat(
   };
   let response: Anthropic.Message;
   try {
-    response = input.onText
-      ? await anthropicStreamed(client.anthropic, body, input.onText, input.signal)
-      : await client.anthropic.messages.create(body, input.signal ? { signal: input.signal } : {});
+    if (leading) {
+      // A request that carries a compaction block goes over the beta it belongs to.
+      response = (await anthropicBetaCall(
+        client.anthropic,
+        { ...body, betas: [COMPACT_BETA] },
+        input,
+      )) as Anthropic.Message;
+    } else {
+      response = input.onText
+        ? await anthropicStreamed(client.anthropic, body, input.onText, input.signal)
+        : await client.anthropic.messages.create(body, input.signal ? { signal: input.signal } : {});
+    }
   } catch (err) {
     throw classifyProviderError(err, site);
   }

@@ -37,3 +37,16 @@ export async function anthropicStreamed(
   stream.on('text', (delta) => onText(delta));
   return stream.finalMessage();
 }
+
+/** A beta Messages call (the compaction beta's requests), streamed when `onText` is given. */
+export async function anthropicBetaCall(
+  client: Anthropic,
+  body: Anthropic.Beta.MessageCreateParamsNonStreaming,
+  options: { onText?: OnText; signal?: AbortSignal | undefined },
+): Promise<Anthropic.Beta.BetaMessage> {
+  if (!options.onText) return client.beta.messages.create(body, requestOptions(options.signal));
+  const stream = client.beta.messages.stream(body, requestOptions(options.signal));
+  const onText = options.onText;
+  stream.on('text', (delta) => onText(delta));
+  return stream.finalMessage();
+}

@@ -27,6 +27,11 @@ export interface ReplyStep {
   cutAfterEvents?: number;
   /** OpenAI Responses: the encrypted content of a `compaction` output item sent before the reply (SPEC §15.1). */
   compaction?: string;
+  /**
+   * Anthropic: answer a compaction request (beta `compact-2026-09-04`) with a lone signed `compaction` block of this
+   * content (null: a failed compaction) and stop_reason `compaction`; `text` is ignored.
+   */
+  compactionBlock?: { content: string | null; encrypted?: string };
 }
 
 export interface ErrorStep {
@@ -34,7 +39,7 @@ export interface ErrorStep {
   status: number;
   /** Provider error type (e.g. `rate_limit_error`); each fake picks its default for the status. */
   type?: string;
-  /** OpenAI error `code` (e.g. `context_length_exceeded`, `insufficient_quota`). */
+  /** OpenAI error `code` (e.g. `context_length_exceeded`); Anthropic `error.details.error_code` (`compaction_unavailable`). */
   code?: string;
   /** OpenAI error `param` (e.g. `context_management`). */
   param?: string;
@@ -80,6 +85,15 @@ export function reply(text: string, options: Partial<Omit<ReplyStep, 'kind' | 't
 
 export function toolCallsReply(toolCalls: FakeToolCall[], text: string | null = null): ReplyStep {
   return { kind: 'reply', text, toolCalls, stop: 'tool_calls' };
+}
+
+/** Anthropic's answer to a compaction request: a lone signed `compaction` block (the fake signs it). */
+export function compactionBlockReply(
+  content: string | null,
+  options: Partial<Omit<ReplyStep, 'kind' | 'text' | 'compactionBlock'>> & { encrypted?: string } = {},
+): ReplyStep {
+  const { encrypted, ...rest } = options;
+  return { kind: 'reply', text: null, compactionBlock: { content, encrypted: encrypted ?? 'opaque-state' }, ...rest };
 }
 
 export function emptyReply(): ReplyStep {
