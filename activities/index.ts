@@ -7,7 +7,12 @@ import type { Database } from '../infra/db/schema.js';
 import type { ProvidersConfig } from '../infra/llm/providers.js';
 import type { Metrics } from '../infra/metrics/registry.js';
 import { createAppServerActivities } from './codexAppServer.js';
-import { createCompactionActivities, createReplayActivities, type SummarizerFor } from './compaction/index.js';
+import {
+  type AnthropicCompactorFor,
+  createCompactionActivities,
+  createReplayActivities,
+  type SummarizerFor,
+} from './compaction/index.js';
 import { createConversationActivities } from './conversation.js';
 import { guardActivities } from './guard.js';
 import { createRespondActivities, respondDepsFrom } from './respond.js';
@@ -20,6 +25,8 @@ export interface ActivityDeps {
   summarizer: Summarizer | null;
   /** Per-conversation summarizer (its main model decides the summary model, SPEC §2.3); wins over `summarizer`. */
   summarizerFor?: SummarizerFor;
+  /** SPEC §19 `anthropic_native`: the compactor of a conversation's summary route, when it supports blocks. */
+  anthropicCompactorFor?: AnthropicCompactorFor;
   /** How often every activity heartbeats while it runs (ms, default 1,000). */
   heartbeatIntervalMs?: number;
   /** config.yaml `prompt_caching.cache_ttl`. */

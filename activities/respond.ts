@@ -30,6 +30,7 @@ import {
 } from '../infra/llm/providers.js';
 import type { OnText } from '../infra/llm/streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage } from '../infra/llm/types.js';
+import { anthropicBlockRequest } from './anthropicNative.js';
 import { createAppServerSessions } from './codexAppServer.js';
 import { afterNativeCall, nativeRequest } from './responsesNative.js';
 
@@ -197,9 +198,11 @@ export function createTurnRunner(deps: RespondDeps) {
     const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
     // A Responses provider: from the newest native checkpoint on, with the gate's field (responsesNative.ts).
     const native = await nativeRequest(db, input, client, rows);
+    // An Anthropic route: from the session's compaction block, when this route issued it (anthropicNative.ts).
+    const block = await anthropicBlockRequest(db, input.tenantId, client, rows);
     // The same prepared context as the gateway's /context route (engine/prepareContext.ts).
     const context = prepareContext(
-      (native?.rows ?? rows).map((r) => r.message),
+      (block?.rows ?? native?.rows ?? rows).map((r) => r.message),
       { model: input.model, cachingRoute: provider.cachingRoute, cacheTtl: deps.cacheTtl },
     );
     const result = await chatCompletion({
@@ -210,6 +213,7 @@ export function createTurnRunner(deps: RespondDeps) {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onText ? { onText: options.onText } : {}),
       ...(native?.leadingItems ? { leadingItems: native.leadingItems } : {}),
+      ...(block ? { leadingCompaction: block.leading } : {}),
       ...(native?.compactThreshold !== undefined ? { compactThreshold: native.compactThreshold } : {}),
     });
     const checkpoint = await afterNativeCall(db, input.tenantId, native, result, rows);

@@ -115,7 +115,8 @@ export interface HostPolicy {
   minGainTokens: number;
   /**
    * Who writes Phase 3's summary: `local` the configured LLM summariser, `extractive` the deterministic extractive
-   * summariser (engine/extractive/, no LLM). (`anthropic_native` of §19 is not accepted yet: issue #13.)
+   * summariser (engine/extractive/, no LLM), `anthropic_native` Anthropic's compaction block where the summary
+   * route supports it (falling back to `local`).
    */
   summaryBackend: SummaryBackend;
   /** Every summary ends with one line saying that the earlier turns are archived and how to search them. */
@@ -125,7 +126,7 @@ export interface HostPolicy {
 }
 
 /** SPEC §19 `summary_backend` values this host implements. */
-export const SUMMARY_BACKENDS = ['local', 'extractive'] as const;
+export const SUMMARY_BACKENDS = ['local', 'extractive', 'anthropic_native'] as const;
 export type SummaryBackend = (typeof SUMMARY_BACKENDS)[number];
 
 /** SPEC §19 defaults. */

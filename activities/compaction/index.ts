@@ -9,7 +9,7 @@ import { createSummarizeActivities } from './summarize.js';
 import { WindowCache } from './windowCache.js';
 
 export { findSummaryIndex } from './reassemble.js';
-export type { CompactionActivityDeps, SummarizerFor } from './record.js';
+export type { AnthropicCompactorFor, CompactionActivityDeps, SummarizerFor } from './record.js';
 export { createReplayActivities, type ReplayActivities } from './replay.js';
 export { WindowCache } from './windowCache.js';
 

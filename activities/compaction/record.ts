@@ -11,11 +11,17 @@ import { getCompaction } from '../../infra/db/compactions.js';
 import { loadRowsByIds } from '../../infra/db/messages.js';
 import type { CompactionRow, Database } from '../../infra/db/schema.js';
 import { getSession } from '../../infra/db/sessions.js';
+import type { AnthropicCompactor } from '../../infra/llm/anthropicCompaction.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
 import type { WindowCache } from './windowCache.js';
 
 /** The summarizer for a conversation's main model (SPEC §2.3: the summary model defaults to the main model). */
 export type SummarizerFor = (target: { model: string | null; provider: string | null }) => Summarizer | null;
+/** The compactor of the same summary route when it can summarise into a block (SPEC §19 `anthropic_native`). */
+export type AnthropicCompactorFor = (target: {
+  model: string | null;
+  provider: string | null;
+}) => AnthropicCompactor | null;
 
 export interface CompactionActivityDeps {
   db: Kysely<Database>;
@@ -23,6 +29,8 @@ export interface CompactionActivityDeps {
   summarizer: Summarizer | null;
   /** When given, chooses the summarizer from the session's model and provider; wins over `summarizer`. */
   summarizerFor?: SummarizerFor;
+  /** SPEC §19 `summary_backend: anthropic_native`: the session's summary route's compactor; absent: none. */
+  anthropicCompactorFor?: AnthropicCompactorFor;
   /** SPEC §19 host policy keys of config.yaml (`summary_backend`); a tenant's policy overrides them. */
   baseHostPolicy?: HostPolicy;
   /** Where the quality gate's retention shares are observed (issue #15 §3); absent: not observed. */

@@ -4,6 +4,7 @@ import { Context } from '@temporalio/activity';
 import type { CompactionRef, SummarizeResult } from '../../contracts/compactionActivities.js';
 import { toStorableText } from '../../contracts/storableText.js';
 import { updateCompaction } from '../../infra/db/compactions.js';
+import { summarizeNatively } from './nativeSummary.js';
 import {
   type CompactionActivityDeps,
   loadSnapshot,
@@ -21,6 +22,14 @@ export function createSummarizeActivities(deps: CompactionActivityDeps) {
       const record = await requireRecord(db, ref);
       if (record.summary_body) return { ok: true, summarizerCalled: record.summary_backend !== 'extractive' };
       const policy = await hostPolicyForTenant(deps, ref.tenantId);
+      if (policy.summaryBackend === 'anthropic_native') {
+        // SPEC §19: Anthropic's compaction block where the route supports it; else the local summariser below.
+        const native = await summarizeNatively(deps, ref, record);
+        if (native === 'committed') return { ok: true, summarizerCalled: true };
+        if (record.native_fallback !== native) {
+          await updateCompaction(db, ref.tenantId, ref.compactionId, { native_fallback: native });
+        }
+      }
       const summarizer =
         policy.summaryBackend === 'extractive'
           ? null

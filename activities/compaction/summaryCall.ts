@@ -43,6 +43,25 @@ async function callOnce(summarizer: Summarizer, request: SummaryRequest): Promis
 }
 
 /**
+ * The §8.5 summary request of a compaction's pruned window (its budget, previous summary and focus topic); a
+ * non-retryable `NoWindow` when the window has nothing to summarise.
+ */
+export function summaryRequestOf(
+  record: CompactionRow,
+  snapshot: CompactionSnapshot & { pruned: ChatMessage[] },
+): SummaryRequest {
+  const built = buildSummaryRequest(snapshot.pruned, snapshot.plan, {
+    previousSummary: record.previous_summary,
+    focusTopic: record.focus_topic,
+    contextLength: snapshot.plan.contextLength,
+  });
+  if (built.noop !== false) {
+    throw ApplicationFailure.nonRetryable('window has no turns to summarise', FailureType.NoWindow);
+  }
+  return built.request;
+}
+
+/**
  * Calls the summarizer and returns the storable, gated summary body. Rejects with a non-retryable `NoWindow` when
  * the window has nothing to summarise, a non-retryable `EmptySummary` for an empty reply, the summarizer's
  * classified failure as is, and a retryable `SummarizerError` for anything else it throws. Never returns error text.
@@ -56,15 +75,8 @@ export async function summarizeWindow(
   record: CompactionRow,
   snapshot: CompactionSnapshot & { pruned: ChatMessage[] },
 ): Promise<GatedSummary> {
-  const built = buildSummaryRequest(snapshot.pruned, snapshot.plan, {
-    previousSummary: record.previous_summary,
-    focusTopic: record.focus_topic,
-    contextLength: snapshot.plan.contextLength,
-  });
-  if (built.noop !== false) {
-    throw ApplicationFailure.nonRetryable('window has no turns to summarise', FailureType.NoWindow);
-  }
-  const draft = await callOnce(summarizer, built.request);
+  const request = summaryRequestOf(record, snapshot);
+  const draft = await callOnce(summarizer, request);
   if (draft === null) throw ApplicationFailure.nonRetryable('summary reply was empty', FailureType.EmptySummary);
   const window = snapshot.input.slice(snapshot.plan.headEnd, snapshot.plan.cut);
   const items = gateItems(window, record.previous_summary);
@@ -72,8 +84,8 @@ export async function summarizeWindow(
   let body = draft;
   let missing = missingGateItems(draft, items);
   if (gateItemCount(missing) > 0) {
-    const prompt = `${built.request.prompt}\n\n${gateRepromptBlock(draft, missing)}`;
-    const second = await callOnce(summarizer, { ...built.request, prompt }).catch(() => null);
+    const prompt = `${request.prompt}\n\n${gateRepromptBlock(draft, missing)}`;
+    const second = await callOnce(summarizer, { ...request, prompt }).catch(() => null);
     if (second !== null && retentionShare(second, items) >= retentionBefore) {
       body = second;
       missing = missingGateItems(second, items);

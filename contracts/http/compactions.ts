@@ -6,6 +6,7 @@ import {
   COMPACTION_STATUSES,
   COMPACTION_SUMMARY_BACKENDS,
   COMPACTION_TRIGGERS,
+  NATIVE_FALLBACK_REASONS,
   type StoredStats,
 } from '../compaction.js';
 import type { ReplayResult as ReplayResultContract } from '../compactionActivities.js';
@@ -53,6 +54,28 @@ export const CompactionSummary = Type.Object({
   retentionAfter: nullable(
     Type.Number({ description: 'The same share in the committed summary, after the re-prompt and the append' }),
   ),
+  nativeFallback: nullable(
+    stringEnum(NATIVE_FALLBACK_REASONS, {
+      description:
+        'summary_backend anthropic_native (SPEC §19): why the local summariser wrote the summary instead of a ' +
+        'compaction block; null when a block did, or when the backend was not asked for',
+    }),
+  ),
+  summaryUsage: nullable(
+    Type.Object(
+      {
+        inputTokens: Type.Integer(),
+        outputTokens: Type.Integer(),
+        cacheReadTokens: Type.Integer(),
+        cacheWriteTokens: Type.Integer(),
+      },
+      { description: "What a provider-side summary cost (the compaction entries of Anthropic's usage.iterations)" },
+    ),
+  ),
+  cacheRewriteTokens: nullable(
+    Type.Integer({ description: 'Input tokens the first request after the compaction wrote to the prompt cache' }),
+  ),
+  cacheRecoveryTurns: nullable(Type.Integer({ description: 'Turns after the compaction until cache reads recovered' })),
   stats: nullable(openObject<StoredStats>('SPEC §8.8 stats, with the commit and replay notes')),
   createdAt: isoDateTime,
   completedAt: nullable(isoDateTime),

@@ -57,7 +57,7 @@ const HOST_POLICY_RULES: { [K in keyof HostPolicy]: FieldRule<HostPolicy[K]> } =
   tenantMaxAutoPerHour: hostRule('tenantMaxAutoPerHour', 'integer ≥ 1, or null'),
   fixedPointSimilarity: hostRule('fixedPointSimilarity', 'number in (0, 1]'),
   minGainTokens: hostRule('minGainTokens', 'integer ≥ 0'),
-  summaryBackend: hostRule('summaryBackend', 'local or extractive'),
+  summaryBackend: hostRule('summaryBackend', 'local, extractive or anthropic_native'),
   archivePointer: hostRule('archivePointer', 'boolean'),
   rehydratePinned: hostRule('rehydratePinned', 'boolean'),
 };

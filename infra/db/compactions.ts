@@ -6,8 +6,11 @@ import {
   COMPACTION_STATUSES,
   type CommitNote,
   type CompactionSummaryBackend,
+  type NativeFallbackReason,
+  type NativeSummary,
   type StoredCompactionStatus,
   type StoredCompactionTrigger,
+  type SummaryUsage,
 } from '../../contracts/compaction.js';
 import type { CompactionRow, Database } from './schema.js';
 import { CompactionNotFoundError } from './storeErrors.js';
@@ -139,9 +142,13 @@ export interface CompactionPatch {
   summary_backend?: CompactionSummaryBackend | null;
   retention_before?: number | null;
   retention_after?: number | null;
+  /** migrations/0018: an `anthropic_native` summary's block, or why the local summariser wrote it; its cost. */
+  native_summary?: NativeSummary | null;
+  native_fallback?: NativeFallbackReason | null;
+  summary_usage?: SummaryUsage | null;
 }
 
-const JSON_COLUMNS = new Set(['plan', 'prune_result', 'stats']);
+const JSON_COLUMNS = new Set(['plan', 'prune_result', 'stats', 'native_summary', 'summary_usage']);
 
 function patchColumns(patch: CompactionPatch): Record<string, unknown> {
   const columns: Record<string, unknown> = {};

@@ -5,11 +5,14 @@
 import type { ColumnType, Generated, Insertable, JSONColumnType, Selectable, Updateable } from 'kysely';
 import type {
   CompactionSummaryBackend,
+  NativeFallbackReason,
+  NativeSummary,
   StoredCompactionStatus,
   StoredCompactionTrigger,
   StoredPlan,
   StoredPrune,
   StoredStats,
+  SummaryUsage,
 } from '../../contracts/compaction.js';
 import type { ConversationStatus } from '../../contracts/conversation.js';
 import type { CompressorState } from '../../engine/compressorState.js';
@@ -55,6 +58,8 @@ export interface SessionsTable {
   parent_session_id: string | null;
   compression_count: Generated<number>;
   responses_native_disabled: Generated<boolean>;
+  /** The route refused Anthropic's compaction beta (0018): the session's compactions use the local summariser. */
+  anthropic_native_disabled: Generated<boolean>;
   compressor_state: NullableJson<Partial<CompressorState>>;
 }
 
@@ -178,6 +183,12 @@ export interface CompactionsTable {
   /** An app-server compaction: the thread and the turn that held its `contextCompaction` item. */
   thread_id: string | null;
   turn_id: string | null;
+  /** An `anthropic_native` summary's signed block and its origin (migrations/0018). */
+  native_summary: NullableJson<NativeSummary>;
+  /** Why an `anthropic_native` compaction used the local summariser instead. */
+  native_fallback: NativeFallbackReason | null;
+  /** What a provider-side summary cost (its compaction iterations). */
+  summary_usage: NullableJson<SummaryUsage>;
 }
 
 export interface EventsTable {

@@ -255,3 +255,16 @@ export async function countCompression(tx: Kysely<Database>, tenantId: string, s
     .executeTakeFirstOrThrow();
   return bumped.compression_count;
 }
+
+/** Anthropic refused the compaction beta on the session's summary route (SPEC §19 `anthropic_native`): stop asking. */
+export async function disableAnthropicNative(db: Kysely<Database>, tenantId: string, sessionId: string): Promise<void> {
+  await withTenantWrite(db, tenantId, (tx) =>
+    tx
+      .updateTable('sessions')
+      .set({ anthropic_native_disabled: true })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', sessionId)
+      .where('anthropic_native_disabled', '=', false)
+      .execute(),
+  );
+}

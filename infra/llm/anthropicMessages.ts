@@ -20,7 +20,12 @@
 //   6. `null` content of user rows and of assistant rows without tool calls comes back `''` (Anthropic content is
 //      never null), and a top-level cache_control on a message with no block to carry it is dropped.
 //
-// fromAnthropicResponse turns a response into the assistant ChatMessage: text blocks joined, tool_use → tool_calls.
+// Read in the other direction, a `compaction` block (the compaction beta's summary, which a client that compacts on
+// its own sends back first) is its readable content, a text part; its signature and encrypted state stay with the
+// client, which sends them again with every request.
+//
+// fromAnthropicResponse turns a response into the assistant ChatMessage: text blocks joined (a compaction block's
+// content as text), tool_use → tool_calls.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { CacheControl, ChatMessage, ContentPart, ToolCall } from '../../engine/types.js';
 import type { ChatTool } from './types.js';
@@ -188,6 +193,9 @@ function blockToPart(block: AnyBlock): ContentPart | null {
   if (block.type === 'text') {
     return withMarker<ContentPart>({ type: 'text', text: String(block.text) }, markerOf(block));
   }
+  if (block.type === 'compaction') {
+    return typeof block.content === 'string' ? { type: 'text', text: block.content } : null;
+  }
   if (block.type === 'image') {
     const url = imageUrl(block.source as ImageBlock['source']);
     return withMarker<ContentPart>({ type: 'image_url', image_url: { url } }, markerOf(block));
@@ -290,8 +298,7 @@ export function fromAnthropicRequest(request: AnthropicRequestMessages): ChatMes
 export function fromAnthropicResponse(message: Pick<Anthropic.Message, 'content'>): ChatMessage {
   const blocks = message.content as unknown as AnyBlock[];
   const text = blocks
-    .filter((b) => b.type === 'text')
-    .map((b) => String(b.text))
+    .flatMap((b) => (b.type === 'text' ? [String(b.text)] : b.type === 'compaction' ? [String(b.content ?? '')] : []))
     .join('');
   const calls = blocks.filter((b) => b.type === 'tool_use').map(toolCallOf);
   if (calls.length === 0) return { role: 'assistant', content: text };

@@ -61,6 +61,7 @@ describe('migrations', () => {
       '0015_turn_replay',
       '0016_native_trigger',
       '0017_app_server',
+      '0018_anthropic_native',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -101,6 +102,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0018_anthropic_native', 'Success'],
       ['0017_app_server', 'Success'],
       ['0016_native_trigger', 'Success'],
       ['0015_turn_replay', 'Success'],
@@ -123,6 +125,7 @@ describe('0010 down and up again', () => {
       '0015_turn_replay',
       '0016_native_trigger',
       '0017_app_server',
+      '0018_anthropic_native',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -154,6 +157,7 @@ describe('0014 on conversations stored before it', () => {
       '0015_turn_replay',
       '0016_native_trigger',
       '0017_app_server',
+      '0018_anthropic_native',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

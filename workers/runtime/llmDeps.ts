@@ -6,10 +6,14 @@ import type { ActivityDeps } from '../../activities/index.js';
 import type { Summarizer } from '../../engine/index.js';
 import { AppServerPool } from '../../infra/codex/pool.js';
 import type { LoadedConfig } from '../../infra/config/loadConfig.js';
+import { type AnthropicCompactor, anthropicCompactorFor } from '../../infra/llm/anthropicCompaction.js';
 import { parseProvidersConfig } from '../../infra/llm/providers.js';
-import { createSummarizer } from '../../infra/llm/summarizer.js';
+import { createSummarizer, resolveSummarizerPlan } from '../../infra/llm/summarizer.js';
 
-export type LlmDeps = Pick<ActivityDeps, 'providers' | 'summarizerFor' | 'cacheTtl' | 'env' | 'appServers'> & {
+export type LlmDeps = Pick<
+  ActivityDeps,
+  'providers' | 'summarizerFor' | 'anthropicCompactorFor' | 'cacheTtl' | 'env' | 'appServers'
+> & {
   /** True when at least one provider is configured (summaries and chat backend mode available). */
   configured: boolean;
 };
@@ -21,6 +25,8 @@ export function llmDepsFromConfig(
 ): LlmDeps {
   const providers = parseProvidersConfig(config.raw);
   const cache = new Map<string, Summarizer | null>();
+  const compactors = new Map<string, AnthropicCompactor | null>();
+  const keyOf = (model: string | null, provider: string | null) => `${provider ?? ''}\u0000${model ?? ''}`;
   // SPEC §15.2: the app-server processes start on a conversation's first turn, not here.
   const appServer = [...providers.providers.values()].some((p) => p.api === 'codex_app_server');
   return {
@@ -30,11 +36,20 @@ export function llmDepsFromConfig(
     env,
     configured: providers.providers.size > 0 || config.auxiliary.baseUrl !== null,
     summarizerFor: ({ model, provider }) => {
-      const key = `${provider ?? ''}\u0000${model ?? ''}`;
+      const key = keyOf(model, provider);
       if (!cache.has(key)) {
         cache.set(key, createSummarizer({ config, mainModel: model, mainProvider: provider, env, log }));
       }
       return cache.get(key) ?? null;
+    },
+    // SPEC §19 `anthropic_native`: the same summary route (SPEC §2.3), when it can summarise into a block.
+    anthropicCompactorFor: ({ model, provider }) => {
+      const key = keyOf(model, provider);
+      if (!compactors.has(key)) {
+        const plan = resolveSummarizerPlan({ config, mainModel: model, mainProvider: provider, env, log });
+        compactors.set(key, plan ? anthropicCompactorFor(plan, env) : null);
+      }
+      return compactors.get(key) ?? null;
     },
   };
 }

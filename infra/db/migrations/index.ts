@@ -17,6 +17,7 @@ import * as m0014 from './0014_last_key.js';
 import * as m0015 from './0015_turn_replay.js';
 import * as m0016 from './0016_native_trigger.js';
 import * as m0017 from './0017_app_server.js';
+import * as m0018 from './0018_anthropic_native.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -36,6 +37,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0015_turn_replay': m0015,
   '0016_native_trigger': m0016,
   '0017_app_server': m0017,
+  '0018_anthropic_native': m0018,
 };
 
 export const migrationProvider: MigrationProvider = {

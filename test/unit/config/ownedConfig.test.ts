@@ -322,9 +322,11 @@ describe('SPEC §19 host policy keys of the compression section', () => {
     expect(configError(() => parseOwnedConfig({ compression: { archive_pointer: 1 } })).message).toBe(
       'Invalid configuration: compression.archive_pointer: expected boolean, got 1',
     );
-    // anthropic_native (§19) is issue #13's: not accepted until it exists.
-    expect(configError(() => parseOwnedConfig({ compression: { summary_backend: 'anthropic_native' } })).message).toBe(
-      'Invalid configuration: compression.summary_backend: expected local or extractive, got "anthropic_native"',
+    expect(parseOwnedConfig({ compression: { summary_backend: 'anthropic_native' } }).hostPolicy.summaryBackend).toBe(
+      'anthropic_native',
+    );
+    expect(configError(() => parseOwnedConfig({ compression: { summary_backend: 'openai_native' } })).message).toBe(
+      'Invalid configuration: compression.summary_backend: expected local, extractive or anthropic_native, got "openai_native"',
     );
   });
 });

@@ -185,7 +185,7 @@ describe('SPEC §19 host policy keys, programmatically', () => {
         maxAutoPerHour: 'x',
         minGainTokens: 7,
         fixedPointSimilarity: 0,
-        summaryBackend: 'anthropic_native',
+        summaryBackend: 'provider_native',
         archivePointer: false,
         rehydratePinned: 'yes',
       }),

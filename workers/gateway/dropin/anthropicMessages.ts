@@ -7,7 +7,17 @@
 // a compaction changed: the stored transcript holds none, and the answer says how many were left out.
 import type Anthropic from '@anthropic-ai/sdk';
 import { prepareContext } from '../../../engine/index.js';
+import { sameOrigin } from '../../../engine/nativeCompaction.js';
 import type { ChatMessage } from '../../../engine/types.js';
+import { selectNativeSummary } from '../../../infra/db/nativeSummaries.js';
+import { READ_ONLY, withTenant } from '../../../infra/db/tenant.js';
+import {
+  COMPACT_BETA,
+  type LeadingCompaction,
+  rowsAfterNativeSummary,
+  textAfterBlock,
+  toAnthropicRequestWithBlock,
+} from '../../../infra/llm/anthropicCompaction.js';
 import {
   fromAnthropicRequest,
   fromAnthropicResponse,
@@ -23,7 +33,7 @@ import {
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
 import { anthropicUsage, relayAnthropicStream } from './anthropicStream.js';
 import { withOwnBreakpoints } from './cacheBreakpoints.js';
-import { DropinFlow, DropinRequestError } from './conversationFlow.js';
+import { DropinFlow, DropinRequestError, type DropinTurn } from './conversationFlow.js';
 import { checkStorable, type DropinDeps, Upstreams } from './upstream.js';
 
 const SOURCE = 'anthropic-messages';
@@ -74,13 +84,17 @@ export class AnthropicMessages {
       model: body.model,
       provider: provider.id,
       tools: body.tools,
+      // The compaction beta's own request (e.g. the SDK's compactBeforeNextTurn): the client compacts by itself.
+      compacts: body.compaction !== undefined && body.compaction !== null,
     });
     const thinkingDropped = turn.compacted ? thinkingBlocks(body.messages) : 0;
-    const upstream = turn.compacted
-      ? this.withCompacted(body, turn.compacted, provider)
-      : withOwnBreakpoints(body, provider, this.deps.cacheTtl).body;
     const client = this.upstreams.clientFor(provider);
-    const forwarded = this.forwarded(headers);
+    // A compaction block this route issued stands in for the rows it summarised (SPEC §19 anthropic_native).
+    const block = turn.compacted ? await this.blockOf(tenantId, turn, provider) : null;
+    const upstream = turn.compacted
+      ? this.withCompacted(body, block?.messages ?? turn.compacted, provider, block?.leading ?? null)
+      : withOwnBreakpoints(body, provider, this.deps.cacheTtl).body;
+    const forwarded = this.forwarded(headers, block !== null);
     if (body.stream === true) {
       const events = await streamMessage(client, provider.id, { ...upstream, stream: true }, forwarded);
       const frames = relayAnthropicStream(events, turn.store);
@@ -118,23 +132,67 @@ export class AnthropicMessages {
     return history;
   }
 
-  private forwarded(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  /** The client's headers that go upstream; with a compaction block, its beta added to the client's betas. */
+  private forwarded(headers: Record<string, string | string[] | undefined>, withBlock = false): Record<string, string> {
     const out: Record<string, string> = {};
     for (const name of FORWARDED_HEADERS) {
       const value = headers[name];
       if (typeof value === 'string') out[name] = value;
     }
+    if (withBlock) {
+      const betas = (out['anthropic-beta'] ?? '')
+        .split(',')
+        .map((b) => b.trim())
+        .filter(Boolean);
+      if (!betas.includes(COMPACT_BETA)) out['anthropic-beta'] = [...betas, COMPACT_BETA].join(',');
+    }
     return out;
   }
 
-  /** The request with the conversation's compacted, sanitised, cache-marked transcript as system and messages. */
-  private withCompacted(body: MessagesBody, transcript: ChatMessage[], provider: ProviderConfig): MessagesBody {
+  /** The session's compaction block when this route issued it, and the transcript rows that follow it. */
+  private async blockOf(
+    tenantId: string,
+    turn: DropinTurn,
+    provider: ProviderConfig,
+  ): Promise<{ messages: ChatMessage[]; leading: LeadingCompaction } | null> {
+    const ids = turn.compactedRowIds;
+    if (!turn.compacted || !ids || !turn.native) return null;
+    const sessionId = turn.native.sessionId;
+    const stored = await withTenant(
+      this.deps.conversations.readDb,
+      tenantId,
+      (tx) => selectNativeSummary(tx, tenantId, sessionId),
+      READ_ONLY,
+    );
+    if (!stored || !sameOrigin(stored.native.origin, this.upstreams.originOf(provider))) return null;
+    const rows = turn.compacted.map((message, i) => ({ id: ids[i] as number, message }));
+    const after = rowsAfterNativeSummary(rows, { rowId: stored.summaryRowId, summaryText: stored.summaryText });
+    if (!after) return null;
+    const { block } = stored.native;
+    return {
+      messages: after.map((row) => row.message),
+      leading: { block, after: textAfterBlock(stored.summaryBody, block) },
+    };
+  }
+
+  /**
+   * The request with the conversation's compacted, sanitised, cache-marked transcript as system and messages — after
+   * the session's compaction block when there is one for this route.
+   */
+  private withCompacted(
+    body: MessagesBody,
+    transcript: ChatMessage[],
+    provider: ProviderConfig,
+    leading: LeadingCompaction | null,
+  ): MessagesBody {
     const { messages } = prepareContext(transcript, {
       model: body.model,
       cachingRoute: provider.cachingRoute,
       cacheTtl: this.deps.cacheTtl,
     });
-    const { system, messages: wire } = toAnthropicRequest(messages);
+    const { system, messages: wire } = leading
+      ? toAnthropicRequestWithBlock(messages, leading)
+      : toAnthropicRequest(messages);
     const { system: _clientSystem, ...rest } = body;
     return { ...rest, ...(system !== undefined ? { system } : {}), messages: wire };
   }

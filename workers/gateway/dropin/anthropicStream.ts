@@ -29,7 +29,15 @@ function errorEvent(err: unknown): string {
   });
 }
 
-type Block = { type: string; text?: string; id?: string; name?: string; input?: unknown; json?: string };
+type Block = {
+  type: string;
+  text?: string;
+  id?: string;
+  name?: string;
+  input?: unknown;
+  json?: string;
+  content?: string | null;
+};
 
 export async function* relayAnthropicStream(
   events: AsyncIterable<AnthropicStreamEvent>,
@@ -47,6 +55,11 @@ export async function* relayAnthropicStream(
         if (block && event.delta.type === 'text_delta') block.text = (block.text ?? '') + event.delta.text;
         if (block && event.delta.type === 'input_json_delta')
           block.json = (block.json ?? '') + event.delta.partial_json;
+        // The compaction beta streams a block's summary as compaction_delta (its readable content is stored).
+        const delta = event.delta as { type: string; content?: string | null };
+        if (block && delta.type === 'compaction_delta' && typeof delta.content === 'string') {
+          block.content = (block.content ?? '') + delta.content;
+        }
       }
       yield sseFrame(event.type, event);
     }

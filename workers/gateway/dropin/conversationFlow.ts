@@ -46,6 +46,8 @@ export interface DropinTurn {
   conversationId: string | null;
   /** The conversation was compacted: its transcript, for the provider instead of the client's messages. */
   compacted: ChatMessage[] | null;
+  /** With `compacted`: the stored row of each of its messages (a dialect finds a summary's row by it). */
+  compactedRowIds?: number[];
   /**
    * Stores the reply with the provider's usage; resolves to the conversation that holds it. `nativeCheckpoint`: the
    * reply came with one (SPEC §15.1), so its reading is left out.
@@ -107,20 +109,22 @@ export class DropinFlow {
 
   /**
    * `request`: the model, the provider serving it, and the request's `tools` (a client's own compaction request
-   * offers none).
+   * offers none); `compacts` when the dialect itself marks the request as the client's compaction (Anthropic's
+   * `compaction` parameter).
    */
   async begin(
     tenantId: string,
     history: readonly ChatMessage[],
     header: string | undefined,
-    request: { model: string; provider: string; tools: unknown },
+    request: { model: string; provider: string; tools: unknown; compacts?: boolean },
   ): Promise<DropinTurn> {
     const start: DropinStart = { model: request.model, provider: request.provider, source: this.source };
     let target = await this.target(tenantId, history, header);
     if (target.unheardRotation) {
       await retellRotation(this.conversations, tenantId, target.conversationId, target.unheardRotation);
     }
-    const clientCompaction = isClientCompactionRequest(history, offersTools(request.tools));
+    const clientCompaction =
+      request.compacts === true || isClientCompactionRequest(history, offersTools(request.tools));
     const first = target;
     if (clientCompaction) {
       // Passed through as the client sent it; stored with its reply after the call, without the reading (the
@@ -167,18 +171,28 @@ export class DropinFlow {
         nativeThreshold: status.nativeCompactThreshold ?? (head ? nativeThresholdOfRow(head) : null),
       };
     }
-    const compacted = decided.compactions > 0 ? await this.compactedTranscript(tenantId, decided.sessionId) : null;
+    const rows = decided.compactions > 0 ? await this.compactedTranscript(tenantId, decided.sessionId) : null;
     const native = { compactThreshold: decided.nativeThreshold, sessionId: decided.sessionId };
-    return { conversationId: target.conversationId, compacted, store, clientCompaction, native };
+    return {
+      conversationId: target.conversationId,
+      compacted: rows ? rows.map((row) => row.message) : null,
+      ...(rows ? { compactedRowIds: rows.map((row) => row.id) } : {}),
+      store,
+      clientCompaction,
+      native,
+    };
   }
 
   /**
    * The session's transcript when a compaction of the server's shaped it (a row a compaction wrote); null when the
    * session holds the client's messages as sent (a session the client's own compaction started).
    */
-  private async compactedTranscript(tenantId: string, sessionId: string): Promise<ChatMessage[] | null> {
+  private async compactedTranscript(
+    tenantId: string,
+    sessionId: string,
+  ): Promise<Array<{ id: number; message: ChatMessage }> | null> {
     const rows = await loadTranscript(this.conversations.readDb, tenantId, sessionId);
-    return rows.some((row) => row.compactionId !== null) ? rows.map((row) => row.message) : null;
+    return rows.some((row) => row.compactionId !== null) ? rows : null;
   }
 
   /**

@@ -5,8 +5,9 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { MAX_BATCH_MESSAGES, validateSubmit } from '../../../contracts/validation.js';
 import type { CacheTtl } from '../../../engine/index.js';
+import type { ReplayOrigin } from '../../../engine/nativeCompaction.js';
 import type { ChatMessage } from '../../../engine/types.js';
-import { createAnthropicClient, createOpenAIClient } from '../../../infra/llm/clients.js';
+import { accountOf, createAnthropicClient, createOpenAIClient } from '../../../infra/llm/clients.js';
 import { providerApiKey } from '../../../infra/llm/providerKeys.js';
 import {
   type ProviderConfig,
@@ -74,6 +75,17 @@ export class Upstreams<K extends ProviderKind> {
       );
     }
     return provider;
+  }
+
+  /**
+   * The route a request to `provider` goes to, as provider-issued items are matched against it (SPEC §15.1
+   * switching): provider, base URL and account (its `account` label, else the key's fingerprint). Call after
+   * `clientFor`, which refuses a provider without its key.
+   */
+  originOf(provider: ProviderConfig): ReplayOrigin {
+    const apiKey = providerApiKey(provider, this.deps.env ?? process.env);
+    const account = provider.account ?? (apiKey === null ? null : accountOf(apiKey));
+    return { provider: provider.id, baseUrl: provider.baseUrl, account };
   }
 
   /** The provider's client (422 when its API key is not configured); never one of a Codex app-server (SPEC §15.2). */
