@@ -14,6 +14,20 @@ import type { ConversationEntity } from './entity.js';
 const store = proxyActivities<ConversationActivities>(storeActivityOptions);
 /** Patch id: a model switch asks who owns the new provider's context (histories before it did not). */
 const SWITCH_RUNTIME_PATCH = 'app-server-runtime';
+/** Patch id: an app-server compaction's cache economics are measured (histories before it measured none). */
+const CACHE_WATCH_PATCH = 'app-server-cache-watch';
+
+/**
+ * The cached prefix after an app-server compaction is new (SPEC §12.3): the turns after it measure what it cost —
+ * re-written tokens, turns until reads recover — on its record, as after a local compaction (issue #13 "cache
+ * economics for native paths"). A measurement already running is kept.
+ */
+function watchCache(conversation: ConversationEntity, compactionIds: readonly string[]): void {
+  const compactionId = compactionIds.at(-1);
+  if (compactionId === undefined || !patched(CACHE_WATCH_PATCH)) return;
+  const { cache } = conversation.state;
+  if (cache.watching === null) cache.watching = { compactionId, turnsSince: 0, rewriteTokens: null };
+}
 
 /** After a model switch: the new provider's runtime. */
 export async function refreshRuntime(conversation: ConversationEntity): Promise<void> {
@@ -41,11 +55,12 @@ function takeOver(conversation: ConversationEntity, compressionCount: number, us
  */
 export async function afterAppServerTurn(
   conversation: ConversationEntity,
-  turn: { usage: TurnResult['usage']; compressionCount: number },
+  turn: { usage: TurnResult['usage']; compressionCount: number; compactions?: readonly string[] },
 ): Promise<CompactionResult | null> {
   const { state, engine } = conversation;
   state.runtime = 'codex_app_server';
   takeOver(conversation, turn.compressionCount, turn.usage);
+  watchCache(conversation, turn.compactions ?? []);
   state.autoSinceModelCall = false;
   if (state.config.codexAppServerAuto !== 'hermes' || !state.config.enabled) return null;
   if (!engine.shouldCompress(turn.usage.prompt_tokens)) return null;
@@ -99,6 +114,7 @@ export async function compactOnAppServer(
     outcome = { status: 'failed', compactionIds: [], compressionCount: -1, error: message };
   }
   takeOver(conversation, outcome.compressionCount, null);
+  watchCache(conversation, outcome.compactionIds);
   const result = resultOf(conversation, trigger, outcome);
   state.lastCompaction = result;
   if (result.notice && trigger !== 'manual') conversation.notice(result.notice);

@@ -74,6 +74,7 @@ export async function runChatTurn(conversation: ConversationEntity, request: Cha
     compaction = await afterAppServerTurn(conversation, {
       usage: result.usage,
       compressionCount: result.appServer.compressionCount,
+      compactions: result.appServer.compactions,
     });
   } else if (result.nativeCheckpoint) {
     const id = nativeCompactionId(ids.conversationId, { seq: result.replySeq ?? null, messageId: result.messageId });

@@ -220,6 +220,15 @@ describe('a Codex app-server session (real binary)', () => {
     const next = sent()[2];
     expect(next?.kind).toBe('turn');
     expect(next?.texts.join('\n')).toContain('SUMMARY: the API lives in src/api.');
+
+    // Its cache economics, as after a local compaction: the first turn after it re-wrote the prefix (nothing read
+    // from cache), the second read most of it back: recovered after 2 turns, on the compaction's record.
+    const cached = { ...SMALL, input_tokens_details: { cached_tokens: 2_600 } };
+    openai.enqueue(reply('Still src/api.', { usage: cached }));
+    await turn(t, conv, 'Sure?');
+    await stack.client.settled(t, conv);
+    const [measured] = await compactionsOf(testDb.db, t);
+    expect(measured).toMatchObject({ cache_rewrite_tokens: 0, cache_recovery_turns: 2 });
   });
 
   it('a failed /compress changes nothing and says why', async () => {
