@@ -12,13 +12,14 @@ import type {
   ProcessedMessages,
   StoredMessages,
 } from '../contracts/http/conversations.js';
+import type { SwitchModelBody } from '../contracts/http/modelSwitch.js';
 import type { Healthy } from '../contracts/http/ops.js';
 import type { SearchBody, SearchResults } from '../contracts/http/search.js';
-import type { CompactionReport, PublishedStatus } from '../contracts/http/status.js';
+import type { CompactionReport, ConversationStatusBody, PublishedStatus } from '../contracts/http/status.js';
 
 export type { CompactionSummary } from '../contracts/http/compactions.js';
 export type { SearchResult } from '../contracts/http/search.js';
-export type { CompactionList, PublishedStatus, ReplayResult };
+export type { CompactionList, ConversationStatusBody, PublishedStatus, ReplayResult };
 
 /** Where the gateway is and which bearer key to send (a tenant key `dctx_...` or the admin key). */
 export interface GatewayConnection {
@@ -137,6 +138,15 @@ export function compactConversation(
   focusTopic?: string,
 ): Promise<CompactionReport> {
   return call(conn, 'POST', `/v1/conversations/${seg(conversationId)}/compact`, focusTopic ? { focusTopic } : {});
+}
+
+/** SPEC §4.6: switch the conversation's model; its status right after the switch, notices included. */
+export function switchModel(
+  conn: GatewayConnection,
+  conversationId: string,
+  body: SwitchModelBody,
+): Promise<ConversationStatusBody> {
+  return call(conn, 'POST', `/v1/conversations/${seg(conversationId)}/model`, body);
 }
 
 export function getStatus(conn: GatewayConnection, conversationId: string): Promise<PublishedStatus> {

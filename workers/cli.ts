@@ -12,6 +12,7 @@ import {
   listCompactions,
   replayCompaction,
   search,
+  switchModel,
 } from '../clients/httpClient.js';
 import { importTranscript } from '../clients/importTranscript.js';
 import { TranscriptError } from '../clients/transcript.js';
@@ -188,6 +189,33 @@ export function buildProgram(environment: CliEnv): Command {
       const status = await getStatus(tenantConnection(conn(cmd)), conversationId);
       print(opts.json ? JSON.stringify(status, null, 2) : formatStatus(status));
     });
+
+  program
+    .command('model <conversationId> <model>')
+    .description('switch the model of a conversation (SPEC §4.6): thresholds re-derived, the cache warning shown')
+    .addOption(keyOption())
+    .option('--provider <id>', "the provider serving the model (default: the conversation's)")
+    .option(
+      '--context-length <n>',
+      'explicit window in tokens (like model.context_length)',
+      positiveInt('--context-length'),
+    )
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        conversationId: string,
+        model: string,
+        opts: { provider?: string; contextLength?: number; json?: boolean },
+        cmd: Command,
+      ) => {
+        const status = await switchModel(tenantConnection(conn(cmd)), conversationId, {
+          model,
+          ...(opts.provider ? { provider: opts.provider } : {}),
+          ...(opts.contextLength ? { contextLength: opts.contextLength } : {}),
+        });
+        print(opts.json ? JSON.stringify(status, null, 2) : formatStatus(status));
+      },
+    );
 
   const compactions = program.command('compactions').description('compaction records');
   compactions

@@ -1,6 +1,11 @@
 // Text rendering for `dctx` (pure): search results, status, compaction lists, import summaries. Colour only when the
 // caller says the output is a terminal.
-import type { CompactionSummary, PublishedStatus, ReplayResult, SearchResult } from '../../clients/httpClient.js';
+import type {
+  CompactionSummary,
+  ConversationStatusBody,
+  ReplayResult,
+  SearchResult,
+} from '../../clients/httpClient.js';
 import type { ImportResult } from '../../clients/importTranscript.js';
 
 const BOLD_YELLOW = '\u001b[1;33m';
@@ -35,7 +40,7 @@ export function formatSearchResults(
   return lines.join('\n');
 }
 
-export function formatStatus(s: PublishedStatus): string {
+export function formatStatus(s: ConversationStatusBody): string {
   const rows: [string, string][] = [
     ['conversation', `${s.conversationId} (tenant ${s.tenantId})`],
     ['session', s.sessionId],

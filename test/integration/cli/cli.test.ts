@@ -275,6 +275,25 @@ describe('dctx', () => {
     expect(unreachable.stderr).toContain('cannot reach the gateway at http://127.0.0.1:9');
   });
 
+  it("model switches a conversation's model and prints the status with the cache warning (SPEC §4.6)", async () => {
+    const created = await fetch(`${gw.url}/v1/conversations`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenantKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'acme-chat', contextLength: 200_000 }),
+    });
+    const { conversationId: conv } = (await created.json()) as { conversationId: string };
+    const run = await dctx(['model', conv, 'acme-small', '--context-length', '100000'], asTenant());
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/model\s+acme-small, window 100,000 tokens/);
+    expect(run.stdout).toMatch(/threshold 75,000 \(75%\)/);
+    expect(run.stdout).toMatch(/notice\s+Switching model or credentials mid-conversation: the provider's prompt cache/);
+    const refused = await dctx(['model', conv, 'gpt-5.5-900k'], asTenant());
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toBe(
+      "error: model: Model 'gpt-5.5-900k' is not available: 'gpt-5.5' has no -900k variant.",
+    );
+  });
+
   it('an invalid environment variable exits 1 with one line naming it (infra/config/env.ts)', async () => {
     const run = await dctx(['status', conversationId], { ...asTenant(), DCTX_URL: 'gateway:8080' });
     expect(run.code).toBe(1);

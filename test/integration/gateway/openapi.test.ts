@@ -32,6 +32,7 @@ const ROUTES: Record<string, number[]> = {
   'GET /v1/conversations/{conversationId}/context': [200, 400, 401, 404, 500, 503],
   'POST /v1/conversations/{conversationId}/compact': [200, 400, 401, 404, 413, 415, 422, 500, 502, 503],
   'GET /v1/conversations/{conversationId}/status': [200, 400, 401, 404, 500, 503],
+  'POST /v1/conversations/{conversationId}/model': [200, 400, 401, 404, 413, 415, 422, 500, 503],
   'GET /v1/compactions': [200, 400, 401, 500, 503],
   'POST /v1/compactions/{compactionId}/replay': [200, 400, 401, 404, 409, 413, 415, 422, 500, 502, 503],
   'GET /v1/search': [200, 400, 401, 500, 503],
