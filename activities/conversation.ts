@@ -145,12 +145,15 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
       status: ConversationStatus;
       /** What the gateway need not notify (engine/quietBatches.ts); absent in histories recorded before it. */
       quietRules?: QuietRules | null;
+      /** Notices emitted since the last publication: events of the tenant's feed, each written once by its key. */
+      notices?: Array<{ key: string; text: string }>;
     }): Promise<{ recorded: boolean; policyVersion: number }> {
       return recordApplied(db, input.tenantId, input.conversationId, {
         appliedSeq: input.appliedSeq,
         state: input.status,
         quietRules: input.quietRules ?? null,
         policyVersion: input.policyVersion,
+        ...(input.notices?.length ? { notices: input.notices } : {}),
       });
     },
 

@@ -16,6 +16,7 @@ import {
 import { createConversationActivities } from './conversation.js';
 import { guardActivities } from './guard.js';
 import { createRespondActivities, respondDepsFrom } from './respond.js';
+import { createWebhookActivities } from './webhooks.js';
 
 export interface ActivityDeps {
   db: Kysely<Database>;
@@ -48,6 +49,7 @@ export function createActivities(deps: ActivityDeps) {
       ...createCompactionActivities(deps),
       ...createReplayActivities(deps),
       ...createRespondActivities({ db: deps.db, ...respondDepsFrom(deps) }),
+      ...createWebhookActivities({ db: deps.db }),
       ...createAppServerActivities({
         db: deps.db,
         providers: deps.providers ?? null,

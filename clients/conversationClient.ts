@@ -32,9 +32,15 @@ import {
   statusQuery,
   switchModelUpdate,
 } from '../workflows/definitions.js';
-import { CONVERSATIONS_TASK_QUEUE, conversationWorkflowId, replayWorkflowId } from '../workflows/ids.js';
+import {
+  CONVERSATIONS_TASK_QUEUE,
+  conversationWorkflowId,
+  replayWorkflowId,
+  webhookWorkflowId,
+} from '../workflows/ids.js';
 import type { replayCompactionWorkflow } from '../workflows/replay.js';
 import { ConversationId, Model, TenantId } from '../workflows/searchAttributes.js';
+import type { webhookDeliveryWorkflow } from '../workflows/webhookDelivery.js';
 
 /** Temporal cannot be reached, or the conversation's worker did not take the request in time: retry later (503). */
 export class TemporalUnavailableError extends Error {
@@ -221,6 +227,20 @@ export class ConversationClient {
   }
 
   /** Replays a compaction that used the fallback summary (SPEC §13.7) and waits for the result. */
+  /** Starts a webhook endpoint's delivery workflow (issue #14 §2); idempotent. */
+  async startWebhookDelivery(tenantId: string, webhookId: string): Promise<void> {
+    await this.guarded('webhook', () =>
+      this.client.workflow.start<typeof webhookDeliveryWorkflow>('webhookDeliveryWorkflow', {
+        taskQueue: this.taskQueue,
+        workflowId: webhookWorkflowId(tenantId, webhookId),
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        args: [{ tenantId, webhookId }],
+        staticSummary: `Webhook ${webhookId} of tenant ${tenantId}: deliveries`,
+        typedSearchAttributes: [{ key: TenantId, value: tenantId }],
+      }),
+    );
+  }
+
   async replayCompaction(tenantId: string, compactionId: string): Promise<ReplayResult> {
     const attempt = Date.now();
     return this.guarded('replay', () =>

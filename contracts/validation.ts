@@ -12,6 +12,9 @@ export const MESSAGE_ROLES = ['system', 'user', 'assistant', 'tool'] as const sa
 const ROLES: ReadonlySet<string> = new Set(MESSAGE_ROLES);
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 export const MAX_BATCH_MESSAGES = 500;
+
+/** An http(s) URL string (SPEC §2.3 `base_url`; DCTX_URL; a webhook endpoint). */
+export const HTTP_URL_PATTERN = /^https?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
 /** Token counts are stored in integer columns. */
 export const MAX_TOKEN_COUNT = 2_147_483_647;
 

@@ -14,6 +14,11 @@ export function replayWorkflowId(tenantId: string, compactionId: string, n: numb
   return `replay:${tenantId}:${compactionId}:${n}`;
 }
 
+/** One webhook endpoint's deliveries (issue #14 §2). */
+export function webhookWorkflowId(tenantId: string, webhookId: string): string {
+  return `webhook:${tenantId}:${webhookId}`;
+}
+
 const pad = (n: number, width = 2) => String(n).padStart(width, '0');
 
 /** SPEC §13.3: `YYYYMMDD_HHMMSS_<6 lowercase hex>` from the clock and workflow-side randomness. */

@@ -2,3 +2,4 @@
 export { compactionWorkflow } from './compaction.js';
 export { conversationWorkflow } from './conversation/workflow.js';
 export { replayCompactionWorkflow } from './replay.js';
+export { webhookDeliveryWorkflow } from './webhookDelivery.js';

@@ -3,8 +3,7 @@
 import { z } from 'zod';
 import { ConfigError, type ValueCheck } from '../../engine/config.js';
 
-/** An http(s) URL string (SPEC §2.3 `base_url`; also DCTX_URL). */
-export const HTTP_URL_PATTERN = /^https?:\/\/[^\s/?#]+(?:[/?#]\S*)?$/i;
+export { HTTP_URL_PATTERN } from '../../contracts/validation.js';
 
 export type PlainObject = Record<string, unknown>;
 

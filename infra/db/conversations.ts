@@ -261,9 +261,17 @@ export async function recordApplied(
   db: Kysely<Database>,
   tenantId: string,
   conversationId: string,
-  applied: { appliedSeq: number; state: object; quietRules?: QuietRules | null; policyVersion?: number | null },
+  applied: {
+    appliedSeq: number;
+    state: object;
+    quietRules?: QuietRules | null;
+    policyVersion?: number | null;
+    /** Notices as events of the feed (issue #14 §2), written with the publication, once per key. */
+    notices?: ReadonlyArray<{ key: string; text: string }>;
+  },
 ): Promise<{ recorded: boolean; policyVersion: number }> {
   const expected = applied.policyVersion ?? null;
+  const notices = applied.notices?.length ? JSON.stringify(toStorableJson(applied.notices)) : null;
   const result = await withTenantWrite(db, tenantId, (tx) =>
     sql<{ version: number | null }>`
       WITH policy AS (SELECT policy_version FROM tenants WHERE id = ${tenantId}),
@@ -280,7 +288,13 @@ export async function recordApplied(
          WHERE tenant_id = ${tenantId} AND id = ${conversationId} AND state_seq <= ${applied.appliedSeq}::bigint
            AND (${expected}::integer IS NULL
                 OR ${expected}::integer = coalesce((SELECT policy_version FROM policy), 0))
-        RETURNING 1)
+        RETURNING current_session_id),
+      noticed AS (
+        INSERT INTO events (tenant_id, session_id, conversation_id, type, payload, dedupe_key)
+        SELECT ${tenantId}, p.current_session_id, ${conversationId}, 'notice', jsonb_build_object('text', n.text), n.key
+          FROM published p, jsonb_to_recordset(${notices}::jsonb) AS n(key text, text text)
+         WHERE ${notices}::jsonb IS NOT NULL
+        ON CONFLICT (tenant_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING)
       SELECT (SELECT policy_version FROM policy) AS version`.execute(tx),
   );
   const policyVersion = Number(result.rows[0]?.version ?? 0);

@@ -195,10 +195,43 @@ export interface EventsTable {
   id: Generated<number>;
   tenant_id: string;
   session_id: string | null;
+  /** Filled from the session when the writer gives none (migrations/0021). */
+  conversation_id: ColumnType<string | null, string | null | undefined, string | null>;
   type: string;
   payload: Json<Record<string, unknown>>;
   compaction_id: string | null;
+  /** An event a retried writer may write twice is written once (a workflow notice: its run and number). */
+  dedupe_key: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
+}
+
+/** A tenant's webhook endpoint (migrations/0021, issue #14 §2); deleted by marking it. */
+export interface WebhooksTable {
+  tenant_id: string;
+  id: string;
+  url: string;
+  secret: string;
+  description: string | null;
+  created_at: Timestamp;
+  deleted_at: NullableTimestamp;
+  /** Events up to this id were handed to delivery. */
+  dispatched_through: ColumnType<string, string | number | undefined, string | number>;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** One event's delivery to one endpoint: at least once, retried durably (workflows/webhookDelivery.ts). */
+export interface WebhookDeliveriesTable {
+  tenant_id: string;
+  webhook_id: string;
+  event_id: ColumnType<string, string | number, string | number>;
+  status: ColumnType<DeliveryStatus, DeliveryStatus | undefined, DeliveryStatus>;
+  attempts: Generated<number>;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  delivered_at: NullableTimestamp;
 }
 
 export interface ApiKeysTable {
@@ -242,6 +275,8 @@ export interface Database {
   message_state: MessageStateTable;
   compactions: CompactionsTable;
   events: EventsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 export type MessageRow = Selectable<MessagesTable>;

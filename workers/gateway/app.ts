@@ -16,10 +16,12 @@ import { adminRoutes } from './routes/admin.js';
 import { anthropicMessagesRoutes } from './routes/anthropicMessages.js';
 import { compactionRoutes } from './routes/compactions.js';
 import { conversationRoutes } from './routes/conversations.js';
+import { eventRoutes } from './routes/events.js';
 import { modelSwitchRoutes } from './routes/modelSwitch.js';
 import { openAIChatRoutes } from './routes/openaiChat.js';
 import { opsRoutes } from './routes/ops.js';
 import { searchRoutes } from './routes/search.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { installValidators } from './validators.js';
 
 export interface GatewayDeps {
@@ -98,6 +100,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(adminRoutes(deps));
   await app.register(conversationRoutes(deps));
   await app.register(modelSwitchRoutes(deps));
+  await app.register(eventRoutes(deps));
+  await app.register(webhookRoutes(deps));
   await app.register(compactionRoutes(deps));
   await app.register(searchRoutes(deps));
   await app.register(openAIChatRoutes(deps));

@@ -2,7 +2,7 @@
 // already committed to PostgreSQL when the workflow hears of them (a content-free StoredBatch); the workflow takes
 // the decisions: the post-response check (SPEC §7.6), gateway hygiene (SPEC §11), the preflight check, compactions
 // as child workflows, model switches (SPEC §4.6); the agent turn of chat backend mode is chatTurn.ts.
-import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { ConversationActivities } from '../../activities/conversation.js';
 import type { RespondActivities } from '../../activities/respond.js';
 import type { CompactionTimeouts, CompactionTrigger } from '../../contracts/compaction.js';
@@ -97,7 +97,14 @@ export class ConversationEntity {
     const notices = this.state.notices;
     notices.push(text);
     if (notices.length > MAX_NOTICES) notices.splice(0, notices.length - MAX_NOTICES);
+    // Also an event of the tenant's feed (issue #14 §2), stored with the next publication, once: keyed by this run
+    // and the notice's number in it (a retried publication writes nothing twice).
+    this.unpublishedNotices.push({ key: `notice:${workflowInfo().runId}:${++this.noticesThisRun}`, text });
   }
+
+  /** Notices not yet stored as events, and how many this run has emitted. */
+  private unpublishedNotices: Array<{ key: string; text: string }> = [];
+  private noticesThisRun = 0;
 
   /** Read-only (query handlers call it too). */
   status(): ConversationStatus {
@@ -118,6 +125,7 @@ export class ConversationEntity {
     showInTemporalUi(this.ids, this.status());
     const ids = { tenantId: this.ids.tenantId, conversationId: this.ids.conversationId };
     const publisher = patched(LOCAL_PUBLISH_PATCH) ? localStore : store;
+    const notices = this.unpublishedNotices.slice();
     const record = (policyVersion: number | null) =>
       publisher.recordState({
         ...ids,
@@ -125,15 +133,18 @@ export class ConversationEntity {
         policyVersion,
         status: this.status(),
         quietRules: quietRulesFor(this.state, this.engine, this.compactingRules()),
+        ...(notices.length > 0 ? { notices } : {}),
       });
     await this.safely('publishing the status', async () => {
-      if ((await record(this.state.policyVersion)).recorded) return;
+      const published = () => this.unpublishedNotices.splice(0, notices.length);
+      if ((await record(this.state.policyVersion)).recorded) return void published();
       const fresh = await store.loadTenantConfig({ tenantId: this.ids.tenantId });
       this.state.compressor = this.engine.exportState();
       Object.assign(this.state, { config: fresh.config, host: fresh.host, policyVersion: fresh.policyVersion });
       this.engine = this.buildEngine();
       // Published with the new policy; a policy changed again meanwhile is taken over at the next publication.
       await record(null);
+      published();
     });
   }
 

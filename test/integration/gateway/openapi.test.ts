@@ -34,6 +34,11 @@ const ROUTES: Record<string, number[]> = {
   'GET /v1/conversations/{conversationId}/status': [200, 400, 401, 404, 500, 503],
   'POST /v1/conversations/{conversationId}/model': [200, 400, 401, 404, 413, 415, 422, 500, 503],
   'GET /v1/compactions': [200, 400, 401, 500, 503],
+  'GET /v1/events': [200, 400, 401, 500, 503],
+  'POST /v1/webhooks': [201, 400, 401, 413, 415, 500, 503],
+  'GET /v1/webhooks': [200, 400, 401, 500, 503],
+  'DELETE /v1/webhooks/{webhookId}': [200, 400, 401, 404, 500, 503],
+  'GET /v1/webhooks/{webhookId}/deliveries': [200, 400, 401, 500, 503],
   'POST /v1/compactions/{compactionId}/replay': [200, 400, 401, 404, 409, 413, 415, 422, 500, 502, 503],
   'GET /v1/search': [200, 400, 401, 500, 503],
   'POST /v1/search': [200, 400, 401, 413, 415, 500, 503],
@@ -132,6 +137,11 @@ async function call(
   const payload = options.raw ?? (body === undefined ? undefined : JSON.stringify(body));
   if (payload !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
   const res = await fetch(`${url}${path}`, { method, headers, ...(payload !== undefined ? { body: payload } : {}) });
+  // An event stream (GET /v1/events) never ends by itself: its status is the answer.
+  if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+    await res.body?.cancel();
+    return { status: res.status, json: null };
+  }
   const text = await res.text();
   let json: any = null;
   try {

@@ -62,7 +62,12 @@ function compacted(body: string): { output: ChatMessage[]; summaryIndex: number 
 
 async function events(tenantId: string, compactionId: string) {
   return withTenant(testDb.db, tenantId, (tx) =>
-    tx.selectFrom('events').selectAll().where('compaction_id', '=', compactionId).execute(),
+    tx
+      .selectFrom('events')
+      .selectAll()
+      .where('compaction_id', '=', compactionId)
+      .where('type', '=', 'session:compress')
+      .execute(),
   );
 }
 

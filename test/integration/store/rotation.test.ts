@@ -136,7 +136,12 @@ describe('commitRotation', () => {
       compacted_row_ids: seeded.rows.slice(0, 3).map((r) => r.id),
     });
     const events = await withTenant(testDb.db, TENANT, (tx) =>
-      tx.selectFrom('events').selectAll().where('compaction_id', '=', outcome.compactionId).execute(),
+      tx
+        .selectFrom('events')
+        .selectAll()
+        .where('compaction_id', '=', outcome.compactionId)
+        .where('type', '=', 'session:compress')
+        .execute(),
     );
     expect(events).toHaveLength(1);
     expect(events[0]?.session_id).toBe(outcome.sessionId);
@@ -266,7 +271,11 @@ describe('commitRotation', () => {
     const sessions = await listConversationSessions(testDb.db, TENANT, seeded.conversationId);
     expect(sessions.map((s) => s.title)).toEqual(['Again', 'Again #2']);
     const count = await withTenant(testDb.db, TENANT, (tx) =>
-      sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE compaction_id = ${compactionId}`.execute(tx),
+      sql<{
+        n: number;
+      }>`SELECT count(*)::int AS n FROM events WHERE compaction_id = ${compactionId} AND type = 'session:compress'`.execute(
+        tx,
+      ),
     );
     expect(count.rows[0]?.n).toBe(1);
     expect(await loadRowsByIds(testDb.db, TENANT, first.insertedRowIds)).toHaveLength(2);

@@ -97,8 +97,11 @@ export async function compactionsOf(db: Kysely<Database>, tenantId: string) {
   return withTenant(db, tenantId, (tx) => tx.selectFrom('compactions').selectAll().orderBy('created_at').execute());
 }
 
+/** The tenant's SPEC §13.5 `session:compress` events (the feed's other events, migrations/0021, left out). */
 export async function eventsOf(db: Kysely<Database>, tenantId: string) {
-  return withTenant(db, tenantId, (tx) => tx.selectFrom('events').selectAll().orderBy('id').execute());
+  return withTenant(db, tenantId, (tx) =>
+    tx.selectFrom('events').selectAll().where('type', '=', 'session:compress').orderBy('id').execute(),
+  );
 }
 
 export async function searchArchived(db: Kysely<Database>, tenantId: string, needle: string) {
