@@ -60,8 +60,8 @@ async function main(): Promise<void> {
   const python = ensureCompactbench((line) => console.log(line));
   console.log(
     `CompactBench ${COMPACTBENCH_VERSION}, suite elite_practice (practice templates), difficulties ${DIFFICULTIES.join(', ')}, ` +
-      '3 cases per template, 2 drift cycles; one deterministic answerer (quotes the artifact line sharing the most words ' +
-      'with the question). Tokens: SPEC §3 estimate of the kept content over the transcript; the fixed lines (summary ' +
+      '3 cases per template, 2 drift cycles; one deterministic answerer (quotes the artifact line whose statements share ' +
+      'the most words with the question; role labels and questions do not count). Tokens: SPEC §3 estimate of the kept content over the transcript; the fixed lines (summary ' +
       'prefix, archive pointer) are counted apart.',
   );
   const records = await runSuite(python);

@@ -1,7 +1,9 @@
 // The one deterministic answerer of `npm run bench:quality` (issue #15 §1): it answers compactbench's prompts from
-// the artifact in the prompt only, by quoting the artifact line that shares the most normalised words with the
-// question (ties: the later line, the newer information). It cannot reason: it never negates, combines or infers.
-import { contentTokens } from '../../engine/extractive/sentences.js';
+// the artifact in the prompt only, by quoting the artifact line whose statements share the most normalised words
+// with the question (ties: the later line, the newer information). A line's role label (`[USER]: `) is layout, not
+// words, and its questions do not answer one, so neither counts; the same rule for every compactor. It cannot
+// reason: it never negates, combines or infers.
+import { contentTokens, splitSentences } from '../../engine/extractive/sentences.js';
 
 const CONTEXT_START = 'You have the following summary of a prior conversation:\n\n';
 const EVALUATION_END = '\n\nBased only on this summary';
@@ -28,6 +30,15 @@ function questionOf(prompt: string): string {
   return user ? (user[1] as string) : '';
 }
 
+const ROLE_LABEL = /^\[[A-Z]+\]: /;
+
+/** The line without its role label and without its questions: a question does not answer one. */
+function statementsOf(line: string): string {
+  return splitSentences(line.replace(ROLE_LABEL, ''))
+    .filter((s) => !/[?？]$/.test(s))
+    .join(' ');
+}
+
 const NOT_CONTENT = /^(SUMMARY:|STRUCTURED STATE:|#{1,3} |- \(none\)$)/;
 
 export function answer(prompt: string): string {
@@ -40,12 +51,12 @@ export function answer(prompt: string): string {
     const line = raw.trim();
     if (line.length === 0 || NOT_CONTENT.test(line)) continue;
     let score = 0;
-    for (const w of words(line)) if (asked.has(w)) score++;
+    for (const w of words(statementsOf(line))) if (asked.has(w)) score++;
     if (score > 0 && score >= bestScore) {
       best = line;
       bestScore = score;
     }
   }
   if (best === null) return "I don't know.";
-  return best.replace(/^\[[A-Z]+\]: /, '').replace(/^- /, '');
+  return best.replace(ROLE_LABEL, '').replace(/^- /, '');
 }

@@ -32,9 +32,22 @@ export interface CarriedState {
   previousSummary: string | null;
 }
 
+/**
+ * Tokens (SPEC §3 estimate) of one cycle: the transcript, the kept content, the fixed lines counted apart; and, to
+ * show what bounds the kept share, the transcript's last TAIL messages (what every compactor with a tail keeps
+ * verbatim) and the summary's §8.5.5 heading lines (part of the kept content).
+ */
+export interface CycleTokens {
+  transcript: number;
+  kept: number;
+  fixed: number;
+  tail: number;
+  headings: number;
+}
+
 export interface CompactResult {
   text: string;
-  metadata: CarriedState & { tokens: { transcript: number; kept: number; fixed: number } };
+  metadata: CarriedState & { tokens: CycleTokens };
 }
 
 type Backend = 'fallback' | 'extractive';
@@ -108,18 +121,22 @@ function artifactLines(messages: readonly ChatMessage[]): string[] {
   return lines;
 }
 
-/** Tokens (SPEC §3) of the kept content, and of the fixed lines (prefix, pointer) counted apart. */
-function keptTokens(messages: readonly ChatMessage[]): { kept: number; fixed: number } {
+const HEADING_LINE = /^#{2,3} /;
+
+/** Tokens (SPEC §3) of the kept content and of its summary headings, and of the fixed lines (prefix, pointer). */
+function keptTokens(messages: readonly ChatMessage[]): { kept: number; fixed: number; headings: number } {
   let kept = 0;
   let fixed = 0;
+  let headings = 0;
   for (const line of artifactLines(messages)) kept += estimateTokensRough(line.replace(/^\[[A-Z]+\]: /, ''));
   for (const m of messages) {
     if (!isSummaryMessage(m)) continue;
+    for (const line of messageText(m).split('\n')) if (HEADING_LINE.test(line)) headings += estimateTokensRough(line);
     fixed += estimateTokensRough(SUMMARY_PREFIX);
     if (messageText(m).includes(ARCHIVE_POINTER_MARKER))
       fixed += estimateTokensRough(archivePointerLine(BENCH_CONVERSATION_ID));
   }
-  return { kept, fixed };
+  return { kept, fixed, headings };
 }
 
 function compactOurs(variant: OursVariant, messages: ChatMessage[], previousSummary: string | null) {
@@ -163,14 +180,15 @@ export function compact(key: string, turns: readonly Turn[], previous: CarriedSt
     const head = transcript.slice(0, variant.first);
     output = [...head, ...transcript.slice(Math.max(head.length, transcript.length - variant.last))];
   }
-  const transcriptTokens = turns.reduce((sum, t) => sum + estimateTokensRough(t.content), 0);
+  const tokensOf = (ts: readonly Turn[]) => ts.reduce((sum, t) => sum + estimateTokensRough(t.content), 0);
+  const transcriptTokens = tokensOf(turns);
   return {
     text: artifactLines(output).join('\n'),
     metadata: {
       messages: output,
       turnsSeen: turns.length,
       previousSummary: summary,
-      tokens: { transcript: transcriptTokens, ...keptTokens(output) },
+      tokens: { transcript: transcriptTokens, tail: tokensOf(turns.slice(-TAIL)), ...keptTokens(output) },
     },
   };
 }

@@ -7,6 +7,27 @@ const ITEM_LIMIT = 400;
 
 const item = (text: string): string => cutWithSuffix(collapseWhitespace(text), ITEM_LIMIT);
 
+/**
+ * Consecutive sentences joined into as few items as keep each within the item limit, in order (a sentence longer
+ * than the limit is an item of its own, cut like any item).
+ */
+export function packSentences(sentences: readonly string[]): string[] {
+  const out: string[] = [];
+  let current = '';
+  for (const raw of sentences) {
+    const sentence = collapseWhitespace(raw);
+    if (sentence.length === 0) continue;
+    if (current.length > 0 && current.length + 1 + sentence.length <= ITEM_LIMIT) {
+      current = `${current} ${sentence}`;
+    } else {
+      if (current.length > 0) out.push(current);
+      current = sentence;
+    }
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
 /** Items in order, each once (compared without case and spacing). */
 export class ItemList {
   readonly items: string[] = [];

@@ -50,8 +50,15 @@ export function isOverride(clause: string): boolean {
 }
 
 /** A clause that drops an earlier plan without committing to a new one ("Forget A and B", "X is off the table"). */
+/**
+ * A clause that commits to something: "let's", "we will"… anywhere; "use" and "go with" where they start the clause
+ * or a part of it ("Forget Redis, use Memcached"), not inside the name of what is dropped ("The use-md5 plan").
+ */
+const COMMITS =
+  /\b(let's|new plan|we're going to|we will|we'll)\b|(?:^|[,:]\s*|\b(?:and|then|just|instead)\s+)(?:use|go with)\b/i;
+
 export function isDropOnly(clause: string): boolean {
-  return DROP_ONLY.test(clause) && !/\b(let's|go with|use|new plan|we're going to|we will|we'll)\b/i.test(clause);
+  return DROP_ONLY.test(clause) && !COMMITS.test(clause);
 }
 
 export function isReason(sentence: string): boolean {
@@ -80,9 +87,14 @@ export function isFix(text: string): boolean {
   return FIX_PATTERN.test(text);
 }
 
+/** The sentence asks (ends with a question mark): it decides nothing. */
+export function isQuestion(sentence: string): boolean {
+  return /[?？]$/.test(sentence);
+}
+
 export function isQuestionOrRequest(sentence: string): boolean {
   return (
-    /[?？]$/.test(sentence) ||
+    isQuestion(sentence) ||
     /^(please|can you|could you|would you|let's|add|fix|write|create|make|implement|update|remove|run|show|explain|give|tell|propose|suggest|summari[sz]e|confirm|remind|walk|list|find|check)\b/i.test(
       sentence,
     ) ||

@@ -1,8 +1,10 @@
 // The extractive, identifier-preserving summariser (issue #15 §2; SPEC §19 `compression.summary_backend:
 // extractive`): fills the §8.5.5 template from the window itself, without any model, within the §6.2 budget.
 // Goal and on-topic requests; constraints and preferences; decisions with their reasons, earlier decisions that a
-// later one overrides stated as superseded; work done; what is open; and every identifier, ranked. An iterative
-// update keeps the previous summary's items unless the window supersedes them. Pure and deterministic.
+// later one overrides stated as superseded; work done; what is open; and every identifier, ranked. The sentences of
+// one message that go to one item stay together (the goal message's statements, a message's decision clauses);
+// what the user later drops by name is never stated as current. An iterative update keeps the previous summary's
+// items unless the window supersedes them. Pure and deterministic.
 import { stripArchivePointer } from '../archivePointer.js';
 import { contentText, hasToolCalls } from '../messages.js';
 import { classifyWindow } from '../summaryPrompt.js';
@@ -10,7 +12,7 @@ import { cutWithSuffix } from '../text.js';
 import type { ChatMessage, ToolCall } from '../types.js';
 import { fitBudget } from './budget.js';
 import { hasIdentifier, IdentifierRanking } from './identifiers.js';
-import { DeferredItemList, ItemList } from './itemList.js';
+import { DeferredItemList, ItemList, packSentences } from './itemList.js';
 import { emptySections, parseSections, type SummarySections } from './sections.js';
 import {
   contentTokens,
@@ -21,6 +23,7 @@ import {
   isDropOnly,
   isFix,
   isOverride,
+  isQuestion,
   isQuestionOrRequest,
   isReason,
   isWorkReport,
@@ -66,6 +69,8 @@ interface WindowState {
   done: DeferredItemList;
   decisions: ItemList;
   superseded: ItemList;
+  /** What the user's dropping clauses name ("The Redis plan is off the table" → redis), by user message. */
+  drops: { words: string[]; message: number }[];
   ranking: IdentifierRanking;
 }
 
@@ -88,6 +93,7 @@ function startState(previous: string | null): WindowState {
     done: new DeferredItemList(sections.done),
     decisions: new ItemList(sections.decisions),
     superseded: new ItemList(sections.superseded),
+    drops: [],
     ranking,
   };
 }
@@ -98,10 +104,26 @@ const DROP_WORDS = new Set(
   ),
 );
 
+/** The words a dropping clause names ("Forget the Redis cache" → redis, cache). */
+const namedWords = (clause: string): string[] => contentTokens(clause).filter((token) => !DROP_WORDS.has(token));
+
 /** A dropping clause that names what is dropped ("Forget the Redis cache"), not just "scratch that". */
 function namesSomething(clause: string): boolean {
-  for (const token of contentTokens(clause)) if (!DROP_WORDS.has(token)) return true;
-  return hasIdentifier(clause);
+  return namedWords(clause).length > 0 || hasIdentifier(clause);
+}
+
+/**
+ * A statement of user message `message` (-1: of the previous summary) that is mostly what a dropping clause of the
+ * same or a later message names ("Approach: Redis caching." then "The Redis caching plan is off the table"): no
+ * longer current, and already stated as superseded by that clause. A statement that names more than it keeps
+ * ("Build the API with Redis caching and Postgres") stays.
+ */
+function isDropped(state: WindowState, text: string, message: number): boolean {
+  if (state.drops.length === 0) return false;
+  const words = new Set(contentTokens(text));
+  return state.drops.some(
+    (d) => d.message >= message && d.words.length * 2 >= words.size && d.words.every((w) => words.has(w)),
+  );
 }
 
 /** Classifies a user message's sentences; decisions are applied in order (an override supersedes earlier ones). */
@@ -110,6 +132,8 @@ function readUserMessage(text: string, message: number, state: WindowState, out:
   const decided: string[] = [];
   const dropped: string[] = [];
   let overrides = false;
+  // Where the message's decision goes among its sentences: at its first decision clause.
+  let decisionAt = -1;
   for (let i = 0; i < sentences.length; i++) {
     const sentence = sentences[i] as string;
     if (isConstraint(sentence)) {
@@ -128,13 +152,18 @@ function readUserMessage(text: string, message: number, state: WindowState, out:
     for (const clause of splitClauses(sentence)) {
       if (isOverride(clause)) overrides = true;
       if (isDropOnly(clause)) {
-        if (namesSomething(clause)) dropped.push(clause);
-      } else if (isDecision(clause)) {
+        if (namesSomething(clause)) {
+          dropped.push(clause);
+          const words = namedWords(clause);
+          if (words.length > 0) state.drops.push({ words, message });
+        }
+      } else if (isDecision(clause) && !isQuestion(sentence)) {
         const next = sentences[i + 1];
         decided.push(
           next !== undefined && isReason(next) && !isDecision(next) ? `${clause} (reason: ${next})` : clause,
         );
         decisionHere = true;
+        if (decisionAt < 0) decisionAt = out.length;
       }
     }
     if (decisionHere || isOverride(sentence)) continue;
@@ -146,10 +175,12 @@ function readUserMessage(text: string, message: number, state: WindowState, out:
     state.decisions = new ItemList();
   }
   for (const d of dropped) state.superseded.push(d);
-  for (const d of decided) {
-    state.decisions.push(d);
-    out.push({ text: d, kind: 'decision', message });
-  }
+  // The message's decision clauses are one decision ("Let's swap the approach. Use X instead."): apart, the clause
+  // that names what changes and the one that names the new choice lose each other.
+  const decisions = packSentences(decided);
+  for (const d of decisions) state.decisions.push(d);
+  if (decisions.length > 0)
+    out.splice(decisionAt, 0, ...decisions.map((d) => ({ text: d, kind: 'decision' as const, message })));
 }
 
 /** An assistant sentence that is not an error is work done when it reports work or names an identifier. */
@@ -244,7 +275,10 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
   };
   // A goal of the previous summary that was a decision the window superseded is no longer the goal (a superseded
   // decision is never stated as current).
-  const kept = state.lists.goal.items.filter((g) => !state.superseded.has(g) || state.decisions.has(g));
+  // Nor is one that the window drops by name (the dropping clause is listed as superseded).
+  const kept = state.lists.goal.items.filter(
+    (g) => (!state.superseded.has(g) || state.decisions.has(g)) && !isDropped(state, g, -1),
+  );
   if (kept.length < state.lists.goal.items.length) state.lists.goal = new ItemList(kept);
   const hadGoal = state.lists.goal.items.length > 0;
   // A message that decides ("Let's plan the mobile launch with Vera.") states the goal too, while its decision is
@@ -258,13 +292,27 @@ export function buildExtractiveSummaryBody(input: ExtractiveSummaryInput): strin
   }
   for (const g of [...state.lists.goal.items, ...state.decisions.items, ...state.superseded.items]) addVocabulary(g);
   const onTopic = (t: string) => vocabulary.size === 0 || hasIdentifier(t) || sharesToken(t, vocabulary);
+  // The goal message's statements and requests stay together, in runs of whole sentences (a run ends at a
+  // decision, which is its own item so that a later override can take it out of the goal).
+  let goalRun: string[] = [];
+  const endGoalRun = () => {
+    for (const item of packSentences(goalRun)) state.lists.goal.push(item);
+    goalRun = [];
+  };
   for (const u of userSentences) {
     if (u.kind === 'constraint') state.lists.constraints.push(u.text);
-    if (u.kind === 'decision' && u.message === goalMessage && statesGoal(u)) state.lists.goal.push(u.text);
+    if (u.kind === 'decision' && u.message === goalMessage && statesGoal(u)) {
+      endGoalRun();
+      state.lists.goal.push(u.text);
+    }
     if (u.kind !== 'statement' && u.kind !== 'request') continue;
-    if (u.message === goalMessage) state.lists.goal.push(u.text);
+    if (isDropped(state, u.text, u.message)) {
+      // What a later clause drops by name is neither the goal nor a current statement; the clause says it is dropped.
+      if (u.message === goalMessage) endGoalRun();
+    } else if (u.message === goalMessage) goalRun.push(u.text);
     else if (onTopic(u.text)) state.lists.user.push(`User ${u.kind === 'request' ? 'asked' : 'said'}: ${u.text}`);
   }
+  endGoalRun();
   for (const e of openErrors.values()) state.lists.blocked.push(e);
   const open = lastUserRequest as { text: string; answered: boolean } | null;
   if (open && !open.answered && onTopic(open.text)) state.lists.next.push(`Answer: ${open.text}`);

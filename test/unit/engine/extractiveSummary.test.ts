@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { isDropOnly } from '../../../engine/extractive/sentences.js';
 import {
   ARCHIVE_POINTER_MARKER,
   buildExtractiveSummaryBody,
@@ -100,6 +101,62 @@ describe('buildExtractiveSummaryBody (issue #15 §2)', () => {
     expect(next).toMatch(/- Superseded \(no longer current\): Let's plan the mobile launch with Vera\./);
   });
 
+  it("keeps a message's decision clauses as one decision, and never takes a question for a decision", () => {
+    const text = body([
+      { role: 'user', content: 'Goal: publish the pricing page with Omar.' },
+      { role: 'assistant', content: 'Understood.' },
+      { role: 'user', content: "Same goal, but let's change the approach. Use static rendering instead." },
+      { role: 'assistant', content: 'Switching to static rendering.' },
+      { role: 'user', content: 'What is the first step on the new plan?' },
+    ]);
+    const decisions = text.split('## Key Decisions')[1]?.split('## Relevant Files')[0] ?? '';
+    expect(decisions).toContain("- Current: Same goal, but let's change the approach. Use static rendering instead.\n");
+    expect(decisions).not.toContain('first step');
+  });
+
+  it("keeps the goal message's statements together, in items of whole sentences within the item limit", () => {
+    const goalOf = (text: string) => text.slice(text.indexOf('## Goal'), text.indexOf('## Constraints'));
+    const text = body([
+      { role: 'user', content: 'Our contact at Northwind is Iris. Iris will run the data audit for us.' },
+      { role: 'assistant', content: 'Noted.' },
+    ]);
+    expect(goalOf(text)).toBe('## Goal\n- Our contact at Northwind is Iris. Iris will run the data audit for us.\n');
+    const sentences = Array.from({ length: 12 }, (_, i) => `Module ${i} handles the import of ledger ${i}.`);
+    const long = goalOf(body([{ role: 'user', content: sentences.join(' ') }]));
+    const items = long.split('\n').filter((l) => l.startsWith('- '));
+    expect(items.length).toBeGreaterThan(1);
+    for (const item of items) expect(item.length - 2).toBeLessThanOrEqual(400);
+    for (const sentence of sentences) expect(long).toContain(sentence);
+  });
+
+  it('never states as the goal what a later clause drops by name; a goal that names more stays', () => {
+    const goalOf = (text: string) => text.slice(text.indexOf('## Goal'), text.indexOf('## Constraints'));
+    const text = body([
+      {
+        role: 'user',
+        content: 'Goal: launch the partner portal with Kenji leading. Approach: use sqlite for sessions.',
+      },
+      { role: 'assistant', content: 'Understood.' },
+      {
+        role: 'user',
+        content:
+          "Same goal, but let's change the approach. Use Redis instead. The use sqlite for sessions plan is off the table.",
+      },
+    ]);
+    expect(goalOf(text)).toContain('Goal: launch the partner portal with Kenji leading.');
+    expect(goalOf(text)).not.toContain('sqlite');
+    expect(text).toContain('- Superseded (no longer current): The use sqlite for sessions plan is off the table.');
+    expect(text).not.toMatch(/- Current: .*sqlite/);
+    const broader = body([
+      { role: 'user', content: 'Build the billing API with Redis caching, Postgres storage and Stripe webhooks.' },
+      { role: 'assistant', content: 'OK.' },
+      { role: 'user', content: 'Forget Redis.' },
+    ]);
+    expect(goalOf(broader)).toContain(
+      'Build the billing API with Redis caching, Postgres storage and Stripe webhooks.',
+    );
+  });
+
   it('lists files, open errors and every identifier of the window', () => {
     const text = body(window);
     expect(text).toContain('- src/app.ts (written by write_file)');
@@ -134,6 +191,15 @@ describe('buildExtractiveSummaryBody (issue #15 §2)', () => {
     expect(a).toBe(body(big, null, 2_000));
     expect(estimateTokensRough(a)).toBeLessThanOrEqual(2_000);
     expect(a.split('\n').filter((l) => l.startsWith('#'))).toEqual(HEADINGS);
+  });
+});
+
+describe('isDropOnly', () => {
+  it('reads "use" as a commitment where it starts a part of the clause, not inside the name of what is dropped', () => {
+    expect(isDropOnly('The use sqlite for sessions plan is off the table.')).toBe(true);
+    expect(isDropOnly('Forget Redis, use Memcached.')).toBe(false);
+    expect(isDropOnly("Forget Redis and let's use Memcached.")).toBe(false);
+    expect(isDropOnly('Drop Redis and use Memcached.')).toBe(false);
   });
 });
 
