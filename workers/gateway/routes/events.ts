@@ -82,7 +82,8 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
         const close = () => {
           open = false;
         };
-        request.raw.on('close', close);
+        // The response's close: the client went away (or the server is closing).
+        reply.raw.on('close', close);
         const write = (frame: string) => {
           if (open && !out.destroyed) out.write(frame);
         };
