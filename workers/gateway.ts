@@ -1,6 +1,7 @@
 // `npm run gateway`: the HTTP gateway as its own process (the worker runs elsewhere: `npm run worker`).
 // Environment (infra/config/env.ts, README): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, GATEWAY_PORT,
-// GATEWAY_HOST, GATEWAY_BODY_LIMIT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_CONFIG.
+// GATEWAY_HOST, GATEWAY_BODY_LIMIT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS,
+// DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_CONFIG.
 // SIGTERM/SIGINT: stop accepting, finish in-flight requests (at most 10 s), close the pools, exit 0.
 
 import { Connection } from '@temporalio/client';
@@ -48,6 +49,7 @@ const app = await buildGateway({
   }),
   metrics,
   adminKey: env.DURABLE_CONTEXT_ADMIN_KEY,
+  previousAdminKey: env.DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS,
   metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
   cacheTtl: config.promptCaching.cacheTtl,
   providers,

@@ -95,7 +95,7 @@ export const HTTP_REASONS: Readonly<Record<number, string>> = {
 const MEANINGS: Record<ErrorStatus, string> = {
   400: 'invalid input; the message names the field (nothing was written)',
   401: 'missing, malformed or unknown bearer key',
-  403: 'the admin key is required',
+  403: 'the admin key is required, or the key’s scope (read) does not cover the route',
   404: 'unknown resource (or one of another tenant)',
   409: 'conflict: an idempotency key reused with another message, or a compaction that cannot be replayed',
   413: 'the request body is larger than the limit',
@@ -114,6 +114,11 @@ const errorBody = (description: string) =>
 
 export const ErrorBody = errorBody('An error: the reason phrase, a message saying what happened, the status');
 export type ErrorBody = Static<typeof ErrorBody>;
+
+/** What every tenant route can answer: bad input, no or a wrong key, a key whose scope does not cover it, an outage, a
+ * fault; routes with a body add 413 and 415. */
+export const TENANT_READ_ERRORS = [400, 401, 403, 500, 503] as const;
+export const TENANT_WRITE_ERRORS = [...TENANT_READ_ERRORS, 413, 415] as const;
 
 /** The error responses of a route, one schema per status (each described in the OpenAPI document). */
 export function errorResponses<const C extends ErrorStatus>(...codes: C[]): { [K in C]: typeof ErrorBody } {

@@ -71,6 +71,7 @@ const VARIABLES = {
   } satisfies Variable<string>,
   // The gateway
   DURABLE_CONTEXT_ADMIN_KEY: token('a key without whitespace', null),
+  DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: token('a key without whitespace', null),
   DURABLE_CONTEXT_METRICS_KEY: token('a key without whitespace', null),
   GATEWAY_PORT: port(8080),
   GATEWAY_HOST: {
@@ -136,6 +137,22 @@ export class EnvError extends Error {
   }
 }
 
+/** Rules between variables, checked once each is valid on its own. */
+function crossProblems(values: Record<string, unknown>): { name: EnvName; message: string }[] {
+  const previous = values.DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS;
+  if (previous === null || previous === undefined) return [];
+  const name = 'DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS';
+  if (values.DURABLE_CONTEXT_ADMIN_KEY === null) {
+    return [
+      { name, message: `Invalid environment: ${name}: set without DURABLE_CONTEXT_ADMIN_KEY (the new admin key)` },
+    ];
+  }
+  if (previous === values.DURABLE_CONTEXT_ADMIN_KEY) {
+    return [{ name, message: `Invalid environment: ${name}: the same key as DURABLE_CONTEXT_ADMIN_KEY` }];
+  }
+  return [];
+}
+
 /** Validates `record` (e.g. `process.env`): a frozen `Env`, or an `EnvError` naming every bad variable. */
 export function parseEnv(record: Readonly<Record<string, string | undefined>>): Env {
   const values: Record<string, unknown> = {};
@@ -154,6 +171,7 @@ export function parseEnv(record: Readonly<Record<string, string | undefined>>): 
       problems.push({ name, message });
     }
   }
+  problems.push(...crossProblems(values));
   if (problems.length > 0) throw new EnvError(problems);
   return Object.freeze(values) as Env;
 }

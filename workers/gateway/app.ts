@@ -31,6 +31,8 @@ export interface GatewayDeps {
   conversations: Conversations;
   metrics: Metrics;
   adminKey: string | null;
+  /** The admin key being rotated out (`DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS`): valid beside `adminKey`. */
+  previousAdminKey?: string | null;
   /** When set, `/metrics` requires this bearer key. */
   metricsKey?: string | null;
   cacheTtl: CacheTtl | null;

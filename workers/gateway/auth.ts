@@ -1,17 +1,25 @@
-// Bearer authentication (or `x-api-key`): a tenant key (stored hashed) scopes every request to its tenant; the admin
-// key (from the environment) may create tenants, keys and policies.
-import { timingSafeEqual } from 'node:crypto';
+// Bearer authentication (or `x-api-key`): a tenant key (stored hashed, looked up on every request: a revoked key is
+// refused at once) scopes every request to its tenant, and a `read` key to the routes that store nothing (issue #14
+// §4); the admin key — or, while it is being rotated, the previous one — may create tenants, keys and policies.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { tenantForApiKey } from '../../infra/db/apiKeys.js';
+import type { KeyScope } from '../../contracts/http/admin.js';
+import { type ResolvedKey, resolveApiKey } from '../../infra/db/apiKeys.js';
 import type { Database } from '../../infra/db/schema.js';
 import { HttpError } from './errors.js';
 import type { PendingWrites } from './pendingWrites.js';
+import { isOneOf } from './staticKeys.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The tenant of the bearer key: set by `requireTenant`'s hook before any handler runs. */
     tenantId: string;
+    /** The id of the bearer key (set with `tenantId`). */
+    keyId: string;
+  }
+  interface FastifyContextConfig {
+    /** A route that stores nothing besides GET (POST /v1/search): a `read` key may use it. */
+    readOnly?: boolean;
   }
 }
 
@@ -28,11 +36,25 @@ function bearer(request: FastifyRequest): string {
   return match[1];
 }
 
+/** Whether a key of `scope` may use the request's route: a `read` key, GET routes and those marked `readOnly`. */
+function allowed(scope: KeyScope, request: FastifyRequest): boolean {
+  return scope === 'full' || request.method === 'GET' || request.routeOptions.config.readOnly === true;
+}
+
+/** Resolves the request's key (401 unless valid now; 403 when its scope does not cover the route). */
 export function tenantAuth(db: Kysely<Database>) {
-  return async (request: FastifyRequest): Promise<void> => {
-    const tenantId = await tenantForApiKey(db, bearer(request));
-    if (!tenantId) throw new HttpError(401, 'invalid API key');
-    request.tenantId = tenantId;
+  return async (request: FastifyRequest): Promise<ResolvedKey> => {
+    const key = await resolveApiKey(db, bearer(request));
+    if (!key) throw new HttpError(401, 'invalid API key');
+    if (!allowed(key.scope, request)) {
+      throw new HttpError(
+        403,
+        `this key has scope '${key.scope}': ${request.method} ${request.routeOptions.url} needs scope 'full'`,
+      );
+    }
+    request.tenantId = key.tenantId;
+    request.keyId = key.keyId;
+    return key;
   };
 }
 
@@ -44,28 +66,22 @@ export function tenantAuth(db: Kysely<Database>) {
  */
 export function requireTenant(app: FastifyInstance, db: Kysely<Database>, after?: PendingWrites): void {
   app.decorateRequest('tenantId', '');
+  app.decorateRequest('keyId', '');
   const auth = tenantAuth(db);
-  app.addHook(
-    'preHandler',
-    after
-      ? async (request) => {
-          await auth(request);
-          // A route of one conversation waits for that conversation's writes only; any other, for the tenant's.
-          const { conversationId } = (request.params ?? {}) as { conversationId?: unknown };
-          await (typeof conversationId === 'string'
-            ? after.settled(request.tenantId, conversationId)
-            : after.settledTenant(request.tenantId));
-        }
-      : auth,
-  );
+  app.addHook('preHandler', async (request) => {
+    await auth(request);
+    if (!after) return;
+    // A route of one conversation waits for that conversation's writes only; any other, for the tenant's.
+    const { conversationId } = (request.params ?? {}) as { conversationId?: unknown };
+    await (typeof conversationId === 'string'
+      ? after.settled(request.tenantId, conversationId)
+      : after.settledTenant(request.tenantId));
+  });
 }
 
-export function adminAuth(adminKey: string | null) {
+/** 403 unless the request carries one of the admin keys (the current one, and the previous one while rotating). */
+export function adminAuth(adminKeys: readonly string[]) {
   return async (request: FastifyRequest): Promise<void> => {
-    const given = Buffer.from(bearer(request));
-    const expected = Buffer.from(adminKey ?? '');
-    if (!adminKey || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw new HttpError(403, 'admin key required');
-    }
+    if (adminKeys.length === 0 || !isOneOf(bearer(request), adminKeys)) throw new HttpError(403, 'admin key required');
   };
 }

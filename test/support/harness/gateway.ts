@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import type { Summarizer } from '../../../engine/index.js';
 import { TurnTextListener } from '../../../infra/db/turnText.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
-import { buildGateway } from '../../../workers/gateway/app.js';
+import { buildGateway, type GatewayDeps } from '../../../workers/gateway/app.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import type { StackAtOptions } from './stackAt.js';
 import { createTestStack, type TestStack } from './temporal.js';
@@ -70,6 +70,8 @@ export async function startGatewayHarness(
     bodyLimit?: number;
     requestTimeoutMs?: number;
     stack?: Omit<StackAtOptions, 'address' | 'namespace' | 'db'>;
+    /** Gateway settings of the operator's (keys, limits, CORS), as workers/gateway.ts passes them from env.ts. */
+    gateway?: Pick<GatewayDeps, 'previousAdminKey'>;
   } = {},
 ): Promise<GatewayHarness> {
   const testDb = await createTestDatabase(inject('databaseUrl'));
@@ -95,6 +97,7 @@ export async function startGatewayHarness(
     defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
     ...(options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    ...options.gateway,
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const harness: GatewayHarness = {

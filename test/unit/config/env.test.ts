@@ -11,6 +11,7 @@ const DEFAULTS: Env = {
   DURABLE_CONTEXT_CONFIG: null,
   DURABLE_CONTEXT_DATA: resolve(CHECKOUT, '.data'),
   DURABLE_CONTEXT_ADMIN_KEY: null,
+  DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: null,
   DURABLE_CONTEXT_METRICS_KEY: null,
   GATEWAY_PORT: 8080,
   GATEWAY_HOST: '127.0.0.1',
@@ -63,6 +64,7 @@ describe('parseEnv: valid values', () => {
       DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
       DURABLE_CONTEXT_DATA: '/var/lib/dc',
       DURABLE_CONTEXT_ADMIN_KEY: 'admin_abc',
+      DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_old',
       DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
       GATEWAY_PORT: '0',
       GATEWAY_HOST: '::',
@@ -80,6 +82,7 @@ describe('parseEnv: valid values', () => {
       DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
       DURABLE_CONTEXT_DATA: '/var/lib/dc',
       DURABLE_CONTEXT_ADMIN_KEY: 'admin_abc',
+      DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_old',
       DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
       GATEWAY_PORT: 0,
       GATEWAY_HOST: '::',
@@ -141,6 +144,7 @@ describe('parseEnv: a bad value names the variable and the expectation', () => {
     ['DATABASE_URL', 'localhost', 'a postgres:// or postgresql:// URL'],
     ['DURABLE_CONTEXT_ADMIN_KEY', 'two words', 'a key without whitespace'],
     ['DURABLE_CONTEXT_METRICS_KEY', 'key\n', 'a key without whitespace'],
+    ['DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS', 'old key', 'a key without whitespace'],
     ['DCTX_URL', '127.0.0.1:8080', 'an http:// or https:// URL'],
     ['DCTX_KEY', 'dctx abc', 'a tenant API key without whitespace'],
     ['DCTX_DEBUG', 'maybe', '1, true, yes, on, 0, false, no or off'],
@@ -158,6 +162,20 @@ describe('parseEnv: a bad value names the variable and the expectation', () => {
       'Invalid environment: GATEWAY_PORT: expected an integer port 0–65535 (0: a free port), got "80a"',
       'Invalid environment: TEMPORAL_PORT: expected an integer port 0–65535 (0: a free port), got "x"',
     ]);
+  });
+});
+
+describe('parseEnv: rules between variables', () => {
+  it('the previous admin key needs the new one, and must differ from it', () => {
+    const alone = envError({ DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_old' });
+    expect(alone.variables).toEqual(['DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS']);
+    expect(alone.message).toBe(
+      'Invalid environment: DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: set without DURABLE_CONTEXT_ADMIN_KEY (the new admin key)',
+    );
+    const same = envError({ DURABLE_CONTEXT_ADMIN_KEY: 'admin_x', DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_x' });
+    expect(same.message).toBe(
+      'Invalid environment: DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: the same key as DURABLE_CONTEXT_ADMIN_KEY',
+    );
   });
 });
 

@@ -34,6 +34,7 @@ const ERROR_TYPES: Readonly<Record<number, string>> = {
 const ERROR_MEANINGS: Readonly<Record<number, string>> = {
   400: 'the request is malformed (the message names the field); nothing is stored',
   401: 'missing or unknown tenant key',
+  403: 'a read-only key: this route needs scope full',
   404: 'unknown model (also passed on from the provider)',
   409: 'the conversation refused the history',
   413: 'the request body is too large',

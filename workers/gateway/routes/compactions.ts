@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
 import { notReplayableReason } from '../../../contracts/compactionActivities.js';
-import { errorResponses } from '../../../contracts/http/common.js';
+import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import {
   CompactionList,
   CompactionParams,
@@ -31,7 +31,7 @@ export function compactionRoutes(deps: {
           tags: ['compactions'],
           summary: 'List compactions, newest first; status is a comma-separated filter (e.g. fallback,failed,aborted)',
           querystring: ListCompactionsQuery,
-          response: { 200: CompactionList, ...errorResponses(400, 401, 500, 503) },
+          response: { 200: CompactionList, ...errorResponses(...TENANT_READ_ERRORS) },
         },
       },
       async (request) => {
@@ -82,7 +82,7 @@ export function compactionRoutes(deps: {
             'Replay a compaction that used the fallback summary with the current summarizer (SPEC §13.7); an ' +
             'aborted or failed one committed nothing and is refused with 409',
           params: CompactionParams,
-          response: { 200: ReplayResult, ...errorResponses(400, 401, 404, 409, 413, 415, 422, 500, 502, 503) },
+          response: { 200: ReplayResult, ...errorResponses(...TENANT_WRITE_ERRORS, 404, 409, 422, 502) },
         },
       },
       async (request) => {

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
 import type { SubmitMessages } from '../../../contracts/conversation.js';
-import { errorResponses } from '../../../contracts/http/common.js';
+import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import {
   AcceptedMessages,
   CompactBody,
@@ -44,9 +44,8 @@ export interface ConversationRouteDeps {
   defaultModel: { model: string; provider: string | null; contextLength: number | null };
 }
 
-/** Every tenant route: bad input, no or a wrong key, an outage, a fault; routes with a body add 413 and 415. */
-const readErrors = [400, 401, 500, 503] as const;
-const writeErrors = [...readErrors, 413, 415] as const;
+const readErrors = TENANT_READ_ERRORS;
+const writeErrors = TENANT_WRITE_ERRORS;
 
 export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAsyncTypebox {
   const { conversations } = deps;

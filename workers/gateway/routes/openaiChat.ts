@@ -22,12 +22,13 @@ import { type DropinError, type DropinRouteDeps, dropinDeps, dropinErrorHandler 
 import { asEventStream, sseData } from '../sse.js';
 
 /**
- * What this route can answer besides 200: refusals of the request (400, 401, 413, 415; 404, 409 and 422 from the
+ * What this route can answer besides 200: refusals of the request (400, 401, 403, 413, 415; 404, 409 and 422 from the
  * store and the provider configuration), the provider's own errors passed on (429, 5xx), outages (503).
  */
 const ERROR_MEANINGS: Readonly<Record<number, string>> = {
   400: 'the request is malformed (param names the field); nothing is stored',
   401: 'missing or unknown tenant key',
+  403: 'a read-only key: this route stores messages and needs scope full',
   404: 'unknown model or conversation (also passed on from the provider)',
   409: 'the conversation refused the history (also passed on from the provider)',
   413: 'the request body is too large',
@@ -45,6 +46,7 @@ const openAIErrorResponses = Object.fromEntries(
 /** OpenAI's error `type` for a status the gateway answers itself. */
 function errorType(status: number): string {
   if (status === 429) return 'rate_limit_error';
+  if (status === 403) return 'permission_error';
   if (status >= 500) return 'api_error';
   return 'invalid_request_error';
 }

@@ -4,7 +4,7 @@
 // Schemas: contracts/http/search.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
-import { errorResponses } from '../../../contracts/http/common.js';
+import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import { SearchBody, SearchQuery, SearchResults } from '../../../contracts/http/search.js';
 import { routeQuery } from '../../../engine/search/query.js';
 import type { Database } from '../../../infra/db/schema.js';
@@ -64,7 +64,7 @@ export function searchRoutes(deps: {
           tags: ['search'],
           summary,
           querystring: SearchQuery,
-          response: { 200: SearchResults, ...errorResponses(400, 401, 500, 503) },
+          response: { 200: SearchResults, ...errorResponses(...TENANT_READ_ERRORS) },
         },
       },
       async (request) => run(request.tenantId, request.query),
@@ -76,8 +76,10 @@ export function searchRoutes(deps: {
           tags: ['search'],
           summary: `${summary}; the query in a JSON body (for long queries)`,
           body: SearchBody,
-          response: { 200: SearchResults, ...errorResponses(400, 401, 413, 415, 500, 503) },
+          response: { 200: SearchResults, ...errorResponses(...TENANT_WRITE_ERRORS) },
         },
+        // Stores nothing: a read-only key may search this way too.
+        config: { readOnly: true },
       },
       async (request) => run(request.tenantId, request.body),
     );
