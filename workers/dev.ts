@@ -130,6 +130,8 @@ const app = await buildGateway({
   adminKey: key,
   previousAdminKey: env.DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS,
   metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
+  docsKey: env.DURABLE_CONTEXT_DOCS_KEY,
+  corsOrigins: env.DURABLE_CONTEXT_CORS_ORIGINS,
   cacheTtl: config.promptCaching.cacheTtl,
   providers: llm.providers ?? null,
   defaultModel: defaultModelFrom(config),

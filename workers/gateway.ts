@@ -51,6 +51,8 @@ const app = await buildGateway({
   adminKey: env.DURABLE_CONTEXT_ADMIN_KEY,
   previousAdminKey: env.DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS,
   metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
+  docsKey: env.DURABLE_CONTEXT_DOCS_KEY,
+  corsOrigins: env.DURABLE_CONTEXT_CORS_ORIGINS,
   cacheTtl: config.promptCaching.cacheTtl,
   providers,
   defaultModel: defaultModelFrom(config),

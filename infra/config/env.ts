@@ -49,6 +49,9 @@ const FLAGS: Readonly<Record<string, boolean>> = Object.freeze({
 /** `host`, `host:port`, `[ipv6]` or `[ipv6]:port`, as the Temporal SDK accepts it (its default port: 7233). */
 const HOST_PORT_PATTERN = /^(?:\[[0-9A-Fa-f.:]+\]|[^\s:/[\]]+)(?::(\d{1,5}))?$/;
 
+/** A web origin as browsers send it: scheme, host, optional port; no path, no trailing slash. */
+const ORIGIN_PATTERN = /^https?:\/\/[A-Za-z0-9.-]+(?::\d{1,5})?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/;
+
 /** The checkout: `npm start` keeps its data in `<checkout>/.data` unless DURABLE_CONTEXT_DATA says otherwise. */
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -73,6 +76,15 @@ const VARIABLES = {
   DURABLE_CONTEXT_ADMIN_KEY: token('a key without whitespace', null),
   DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: token('a key without whitespace', null),
   DURABLE_CONTEXT_METRICS_KEY: token('a key without whitespace', null),
+  DURABLE_CONTEXT_DOCS_KEY: token('a key without whitespace', null),
+  DURABLE_CONTEXT_CORS_ORIGINS: {
+    expected: 'comma-separated origins (http(s)://host[:port], no path) or *',
+    schema: z
+      .string()
+      .transform((text) => text.split(',').map((origin) => origin.trim()))
+      .refine((origins) => origins.every((origin) => origin === '*' || ORIGIN_PATTERN.test(origin))),
+    fallback: [],
+  } satisfies Variable<string[]>,
   GATEWAY_PORT: port(8080),
   GATEWAY_HOST: {
     expected: 'a host name or IP address',

@@ -1,4 +1,5 @@
-// The HTTP gateway (DESIGN.md §6): fastify with JSON schemas, OpenAPI at /docs, bearer key per tenant. Bodies are
+// The HTTP gateway (DESIGN.md §6): fastify with JSON schemas, OpenAPI at /docs (behind `docsKey` when set), bearer key
+// per tenant, CORS for the origins the operator lists (cors.ts). Bodies are
 // JSON in UTF-8 within the store's limits (jsonBody.ts), validated without type coercion (validators.ts); a request
 // whose body never finishes is cut off after `requestTimeoutMs` (issue #9 §7).
 import swagger from '@fastify/swagger';
@@ -10,6 +11,7 @@ import type { Database } from '../../infra/db/schema.js';
 import type { ProvidersConfig } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
 import type { Conversations } from './conversations.js';
+import { installCors } from './cors.js';
 import { errorHandler, HttpError } from './errors.js';
 import { installJsonBodyParser } from './jsonBody.js';
 import { adminRoutes } from './routes/admin.js';
@@ -19,6 +21,7 @@ import { conversationRoutes } from './routes/conversations.js';
 import { openAIChatRoutes } from './routes/openaiChat.js';
 import { opsRoutes } from './routes/ops.js';
 import { searchRoutes } from './routes/search.js';
+import { requireStaticKey } from './staticKeys.js';
 import { installValidators } from './validators.js';
 
 export interface GatewayDeps {
@@ -35,6 +38,10 @@ export interface GatewayDeps {
   previousAdminKey?: string | null;
   /** When set, `/metrics` requires this bearer key. */
   metricsKey?: string | null;
+  /** When set, `/docs` (the UI and the OpenAPI document) requires this key: bearer, or HTTP Basic's password. */
+  docsKey?: string | null;
+  /** Origins allowed cross-origin requests (`*`: any); empty or absent: CORS off. */
+  corsOrigins?: readonly string[];
   cacheTtl: CacheTtl | null;
   /** config.yaml `providers:` (the caching route of the prepared context); null or absent: none configured. */
   providers?: ProvidersConfig | null;
@@ -77,6 +84,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   installValidators(app);
   installJsonBodyParser(app);
   app.setErrorHandler(errorHandler);
+  installCors(app, deps.corsOrigins ?? []);
   app.setNotFoundHandler((request) => {
     throw new HttpError(404, `no route ${request.method} ${request.url.split('?')[0]}`);
   });
@@ -94,7 +102,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
       security: [{ bearer: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    ...(deps.docsKey
+      ? { uiHooks: { onRequest: requireStaticKey(deps.docsKey, { realm: 'docs', what: 'docs', basic: true }) } }
+      : {}),
+  });
   await app.register(opsRoutes(deps));
   await app.register(adminRoutes(deps));
   await app.register(conversationRoutes(deps));

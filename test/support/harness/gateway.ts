@@ -71,7 +71,7 @@ export async function startGatewayHarness(
     requestTimeoutMs?: number;
     stack?: Omit<StackAtOptions, 'address' | 'namespace' | 'db'>;
     /** Gateway settings of the operator's (keys, limits, CORS), as workers/gateway.ts passes them from env.ts. */
-    gateway?: Pick<GatewayDeps, 'previousAdminKey'>;
+    gateway?: Pick<GatewayDeps, 'previousAdminKey' | 'docsKey' | 'corsOrigins'>;
   } = {},
 ): Promise<GatewayHarness> {
   const testDb = await createTestDatabase(inject('databaseUrl'));
