@@ -22,7 +22,9 @@ const scope = stringEnum(KEY_SCOPES, {
 export const MAX_OVERLAP_SECONDS = 30 * 24 * 3600;
 const seconds = (description: string) => Type.Integer({ minimum: 0, maximum: MAX_OVERLAP_SECONDS, description });
 
-const policy = openObject('The tenant’s compression policy override (compression.* keys, snake_case)');
+const policy = openObject(
+  'The tenant’s policy override (compression.* keys, snake_case; request limits under `limits`)',
+);
 
 // ---- requests ----
 

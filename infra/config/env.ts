@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { HTTP_URL_PATTERN } from './fieldRules.js';
+import { LIMIT_KEYS, NO_LIMITS, parseLimitsText, type RequestLimits } from './requestLimits.js';
 
 /** One variable: what a valid value looks like (the error text), its schema (on the non-empty text), its default. */
 interface Variable<T> {
@@ -85,6 +86,15 @@ const VARIABLES = {
       .refine((origins) => origins.every((origin) => origin === '*' || ORIGIN_PATTERN.test(origin))),
     fallback: [],
   } satisfies Variable<string[]>,
+  DURABLE_CONTEXT_LIMITS: {
+    expected: `comma-separated key=integer ≥ 1 pairs of ${Object.keys(LIMIT_KEYS).join(', ')}`,
+    schema: z
+      .string()
+      .transform((text) => parseLimitsText(text))
+      .refine((limits) => limits !== null)
+      .transform((limits) => limits as RequestLimits),
+    fallback: NO_LIMITS,
+  } satisfies Variable<RequestLimits>,
   GATEWAY_PORT: port(8080),
   GATEWAY_HOST: {
     expected: 'a host name or IP address',

@@ -7,6 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { CacheTtl } from '../../engine/index.js';
+import { NO_LIMITS, type RequestLimits } from '../../infra/config/requestLimits.js';
 import type { Database } from '../../infra/db/schema.js';
 import type { ProvidersConfig } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
@@ -14,6 +15,7 @@ import type { Conversations } from './conversations.js';
 import { installCors } from './cors.js';
 import { errorHandler, HttpError } from './errors.js';
 import { installJsonBodyParser } from './jsonBody.js';
+import { RequestLimiter } from './limiter.js';
 import { adminRoutes } from './routes/admin.js';
 import { anthropicMessagesRoutes } from './routes/anthropicMessages.js';
 import { compactionRoutes } from './routes/compactions.js';
@@ -40,6 +42,8 @@ export interface GatewayDeps {
   metricsKey?: string | null;
   /** When set, `/docs` (the UI and the OpenAPI document) requires this key: bearer, or HTTP Basic's password. */
   docsKey?: string | null;
+  /** Process-wide default request limits (`DURABLE_CONTEXT_LIMITS`); a tenant's policy `limits` replace them. */
+  limits?: RequestLimits;
   /** Origins allowed cross-origin requests (`*`: any); empty or absent: CORS off. */
   corsOrigins?: readonly string[];
   cacheTtl: CacheTtl | null;
@@ -110,11 +114,13 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   await app.register(opsRoutes(deps));
   await app.register(adminRoutes(deps));
-  await app.register(conversationRoutes(deps));
-  await app.register(compactionRoutes(deps));
-  await app.register(searchRoutes(deps));
-  await app.register(openAIChatRoutes(deps));
-  await app.register(anthropicMessagesRoutes(deps));
+  // One limiter for every tenant route of this gateway (limits are per gateway process: limiter.ts).
+  const tenantDeps = { ...deps, requestLimits: { limiter: new RequestLimiter(), defaults: deps.limits ?? NO_LIMITS } };
+  await app.register(conversationRoutes(tenantDeps));
+  await app.register(compactionRoutes(tenantDeps));
+  await app.register(searchRoutes(tenantDeps));
+  await app.register(openAIChatRoutes(tenantDeps));
+  await app.register(anthropicMessagesRoutes(tenantDeps));
   // What the gateway still commits after answering (drop-in replies): logged if it fails, finished before close.
   deps.conversations.pendingWrites.reportTo((err, where) =>
     app.log.warn({ err, ...where }, 'a reply the client was given could not be stored (its next request carries it)'),

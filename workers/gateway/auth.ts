@@ -1,12 +1,15 @@
 // Bearer authentication (or `x-api-key`): a tenant key (stored hashed, looked up on every request: a revoked key is
 // refused at once) scopes every request to its tenant, and a `read` key to the routes that store nothing (issue #14
-// §4); the admin key — or, while it is being rotated, the previous one — may create tenants, keys and policies.
+// §4); the request is then admitted under the tenant's request limits (§5, limiter.ts). The admin key — or, while it
+// is being rotated, the previous one — may create tenants, keys and policies.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { KeyScope } from '../../contracts/http/admin.js';
+import { type RequestLimits, resolveLimits } from '../../infra/config/requestLimits.js';
 import { type ResolvedKey, resolveApiKey } from '../../infra/db/apiKeys.js';
 import type { Database } from '../../infra/db/schema.js';
 import { HttpError } from './errors.js';
+import type { RequestLimiter } from './limiter.js';
 import type { PendingWrites } from './pendingWrites.js';
 import { isOneOf } from './staticKeys.js';
 
@@ -58,18 +61,50 @@ export function tenantAuth(db: Kysely<Database>) {
   };
 }
 
+/** What the tenant routes need to admit a request: the pool keys are read from, and the request limits. */
+export interface TenantGate {
+  db: Kysely<Database>;
+  /** The writes the gateway finishes after answering (pendingWrites.ts), when the routes wait for them. */
+  after?: PendingWrites;
+  /** Absent: no limits (a gateway built without them, e.g. in a unit test). */
+  limits?: { limiter: RequestLimiter; defaults: RequestLimits };
+}
+
+/** What a tenant route group is given: its pools and the gateway's request limits (app.ts). */
+export interface TenantRouteGate {
+  db: Kysely<Database>;
+  readDb?: Kysely<Database>;
+  requestLimits?: TenantGate['limits'];
+}
+
+/** The gate of a tenant route group: keys read from the read pool, the gateway's limits, `after` when given. */
+export function tenantGate(deps: TenantRouteGate, after?: PendingWrites): TenantGate {
+  return {
+    db: deps.readDb ?? deps.db,
+    ...(after ? { after } : {}),
+    ...(deps.requestLimits ? { limits: deps.requestLimits } : {}),
+  };
+}
+
 /**
  * Scopes the routes of a plugin to the tenant of the bearer key: declares `request.tenantId` (fastify's
- * decorateRequest, so every request object has the same shape) and sets it before any handler runs (401 otherwise).
- * With `after`, a handler runs once the writes the gateway finishes after answering (pendingWrites.ts) are done —
- * the named conversation's, else the tenant's: the tenant reads what it was answered, and writes after it.
+ * decorateRequest, so every request object has the same shape) and sets it before any handler runs (401 otherwise),
+ * then admits the request under the tenant's limits (429 otherwise; limiter.ts). With `after`, a handler runs once
+ * the writes the gateway finishes after answering are done — the named conversation's, else the tenant's: the
+ * tenant reads what it was answered, and writes after it.
  */
-export function requireTenant(app: FastifyInstance, db: Kysely<Database>, after?: PendingWrites): void {
+export function requireTenant(app: FastifyInstance, gate: TenantGate): void {
   app.decorateRequest('tenantId', '');
   app.decorateRequest('keyId', '');
-  const auth = tenantAuth(db);
-  app.addHook('preHandler', async (request) => {
-    await auth(request);
+  const auth = tenantAuth(gate.db);
+  const { after, limits } = gate;
+  app.addHook('preHandler', async (request, reply) => {
+    const key = await auth(request);
+    if (limits) {
+      const release = limits.limiter.admit(key.tenantId, key.keyId, resolveLimits(limits.defaults, key.limits));
+      // The connection closes once the answer is written (a stream: when it ends) or the client went away.
+      reply.raw.once('close', release);
+    }
     if (!after) return;
     // A route of one conversation waits for that conversation's writes only; any other, for the tenant's.
     const { conversationId } = (request.params ?? {}) as { conversationId?: unknown };

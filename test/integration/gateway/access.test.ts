@@ -1,8 +1,6 @@
 // What the operator puts in front of the API (issue #14 §4), on the real gateway: `/docs` behind a key (bearer, or
 // HTTP Basic's password so a browser can open it), and CORS for the listed origins only — off by default.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMetrics } from '../../../infra/metrics/registry.js';
-import { buildGateway } from '../../../workers/gateway/app.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 
 const DOCS_KEY = 'docs-key-for-tests';
@@ -86,14 +84,7 @@ describe('CORS for DURABLE_CONTEXT_CORS_ORIGINS', () => {
   });
 
   it('is off by default, and /docs is open without a docs key', async () => {
-    const app = await buildGateway({
-      db: gw.testDb.db,
-      conversations: gw.stack.client,
-      metrics: createMetrics({ defaultMetrics: false }),
-      adminKey: null,
-      cacheTtl: '5m',
-      defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
-    });
+    const app = await gw.another({});
     try {
       const answer = await app.inject({
         method: 'OPTIONS',

@@ -34,6 +34,8 @@ export interface GatewayHarness {
     body?: unknown,
     options?: { raw?: string; headers?: Record<string, string> },
   ): Promise<HttpResult>;
+  /** Another gateway on the same database and worker, with other settings (not listening: use `inject`). */
+  another(settings: Partial<GatewayDeps>): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
@@ -71,7 +73,7 @@ export async function startGatewayHarness(
     requestTimeoutMs?: number;
     stack?: Omit<StackAtOptions, 'address' | 'namespace' | 'db'>;
     /** Gateway settings of the operator's (keys, limits, CORS), as workers/gateway.ts passes them from env.ts. */
-    gateway?: Pick<GatewayDeps, 'previousAdminKey' | 'docsKey' | 'corsOrigins'>;
+    gateway?: Pick<GatewayDeps, 'previousAdminKey' | 'docsKey' | 'corsOrigins' | 'limits'>;
   } = {},
 ): Promise<GatewayHarness> {
   const testDb = await createTestDatabase(inject('databaseUrl'));
@@ -121,6 +123,16 @@ export async function startGatewayHarness(
       return { id, key };
     },
     call: (method, path, key, body, options) => call(address, method, path, key, body, options),
+    another: (settings) =>
+      buildGateway({
+        db: testDb.db,
+        conversations: stack.client,
+        metrics: createMetrics({ defaultMetrics: false }),
+        adminKey: null,
+        cacheTtl: '5m',
+        defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
+        ...settings,
+      }),
     async close() {
       await app.close();
       await turnText.close();

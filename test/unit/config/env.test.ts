@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ENV_NAMES, type Env, EnvError, env, parseEnv } from '../../../infra/config/env.js';
+import { NO_LIMITS } from '../../../infra/config/requestLimits.js';
 
 const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -15,6 +16,7 @@ const DEFAULTS: Env = {
   DURABLE_CONTEXT_METRICS_KEY: null,
   DURABLE_CONTEXT_DOCS_KEY: null,
   DURABLE_CONTEXT_CORS_ORIGINS: [],
+  DURABLE_CONTEXT_LIMITS: NO_LIMITS,
   GATEWAY_PORT: 8080,
   GATEWAY_HOST: '127.0.0.1',
   GATEWAY_BODY_LIMIT: 1024 * 1024,
@@ -70,6 +72,7 @@ describe('parseEnv: valid values', () => {
       DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
       DURABLE_CONTEXT_DOCS_KEY: 'docs_abc',
       DURABLE_CONTEXT_CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,http://[::1]:3000',
+      DURABLE_CONTEXT_LIMITS: 'requests_per_minute=600, max_concurrent=32,key_requests_per_minute=120',
       GATEWAY_PORT: '0',
       GATEWAY_HOST: '::',
       GATEWAY_BODY_LIMIT: '2048',
@@ -90,6 +93,7 @@ describe('parseEnv: valid values', () => {
       DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
       DURABLE_CONTEXT_DOCS_KEY: 'docs_abc',
       DURABLE_CONTEXT_CORS_ORIGINS: ['https://app.example.com', 'http://localhost:5173', 'http://[::1]:3000'],
+      DURABLE_CONTEXT_LIMITS: { ...NO_LIMITS, requestsPerMinute: 600, maxConcurrent: 32, keyRequestsPerMinute: 120 },
       GATEWAY_PORT: 0,
       GATEWAY_HOST: '::',
       GATEWAY_BODY_LIMIT: 2048,
@@ -152,6 +156,15 @@ describe('parseEnv: a bad value names the variable and the expectation', () => {
     ['DURABLE_CONTEXT_METRICS_KEY', 'key\n', 'a key without whitespace'],
     ['DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS', 'old key', 'a key without whitespace'],
     ['DURABLE_CONTEXT_DOCS_KEY', 'docs key', 'a key without whitespace'],
+    ...['requests_per_minute=0', 'rate=5', 'burst=2,burst=3', 'max_concurrent=x', 'burst=9999999999'].map(
+      (limits) =>
+        [
+          'DURABLE_CONTEXT_LIMITS',
+          limits,
+          'comma-separated key=integer ≥ 1 pairs of requests_per_minute, burst, max_concurrent, ' +
+            'key_requests_per_minute, key_burst',
+        ] as [string, string, string],
+    ),
     ...['https://app.example.com/', 'app.example.com', 'https://a.example.com,', 'ftp://x'].map(
       (origins) =>
         ['DURABLE_CONTEXT_CORS_ORIGINS', origins, 'comma-separated origins (http(s)://host[:port], no path) or *'] as [

@@ -173,7 +173,8 @@ export function adminRoutes(deps: AdminRouteDeps): FastifyPluginAsyncTypebox {
       {
         schema: {
           tags: ['admin'],
-          summary: 'Replace the tenant compression policy (any compression.* key of config.yaml, snake_case)',
+          summary:
+            'Replace the tenant policy: any compression.* key of config.yaml (snake_case), and request limits under `limits`',
           params: TenantParams,
           body: PolicyBody,
           response: { 200: TenantPolicy, ...errorResponses(...adminErrors, 404) },

@@ -1,6 +1,5 @@
 // Compaction routes (tenant key): list by status, replay one (SPEC §13.7). Schemas: contracts/http/compactions.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
 import { notReplayableReason } from '../../../contracts/compactionActivities.js';
 import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import {
@@ -11,18 +10,13 @@ import {
   ReplayResult,
 } from '../../../contracts/http/compactions.js';
 import { getCompaction, listCompactions } from '../../../infra/db/compactions.js';
-import type { Database } from '../../../infra/db/schema.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { HttpError, notFound } from '../errors.js';
 
-export function compactionRoutes(deps: {
-  db: Kysely<Database>;
-  readDb?: Kysely<Database>;
-  conversations: Conversations;
-}): FastifyPluginAsyncTypebox {
+export function compactionRoutes(deps: TenantRouteGate & { conversations: Conversations }): FastifyPluginAsyncTypebox {
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db, deps.conversations.pendingWrites);
+    requireTenant(app, tenantGate(deps, deps.conversations.pendingWrites));
 
     app.get(
       '/v1/compactions',

@@ -4,7 +4,6 @@
 // Schemas: contracts/http/conversations.ts.
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
 import type { SubmitMessages } from '../../../contracts/conversation.js';
 import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import {
@@ -25,18 +24,14 @@ import {
 import { CompactionReport, PublishedStatus } from '../../../contracts/http/status.js';
 import { type CacheTtl, prepareContext } from '../../../engine/index.js';
 import { listMessages, loadTranscript, setMessagePinned } from '../../../infra/db/messages.js';
-import type { Database } from '../../../infra/db/schema.js';
 import { cachingRouteFor, type ProvidersConfig } from '../../../infra/llm/providers.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { HttpError, notFound } from '../errors.js';
 import { asEventStream } from '../sse.js';
 import { streamTurn } from '../turnStream.js';
 
-export interface ConversationRouteDeps {
-  db: Kysely<Database>;
-  /** The read pool (GatewayDeps.readDb). */
-  readDb?: Kysely<Database>;
+export interface ConversationRouteDeps extends TenantRouteGate {
   conversations: Conversations;
   cacheTtl: CacheTtl | null;
   /** config.yaml `providers:` (their caching routes decide the markers of the prepared context); null: none. */
@@ -51,7 +46,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
   const { conversations } = deps;
 
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db, deps.conversations.pendingWrites);
+    requireTenant(app, tenantGate(deps, deps.conversations.pendingWrites));
 
     app.post(
       '/v1/conversations',
