@@ -102,6 +102,7 @@ export const ListedKey = Type.Object(
 export type ListedKey = Static<typeof ListedKey>;
 
 export const KeyList = Type.Object({ keys: Type.Array(ListedKey) }, { description: 'The tenant’s keys, oldest first' });
+export type KeyList = Static<typeof KeyList>;
 
 export const TenantPolicy = Type.Object(
   { tenantId: Type.String(), policy, policyVersion: Type.Integer() },
