@@ -102,8 +102,10 @@ export function requireTenant(app: FastifyInstance, gate: TenantGate): void {
     const key = await auth(request);
     if (limits) {
       const release = limits.limiter.admit(key.tenantId, key.keyId, resolveLimits(limits.defaults, key.limits));
-      // The connection closes once the answer is written (a stream: when it ends) or the client went away.
-      reply.raw.once('close', release);
+      // The response closes once the answer is written (a stream: when it ends) or the client went away — maybe
+      // already, while the key was looked up: then its 'close' event has passed.
+      if (reply.raw.closed) release();
+      else reply.raw.once('close', release);
     }
     if (!after) return;
     // A route of one conversation waits for that conversation's writes only; any other, for the tenant's.

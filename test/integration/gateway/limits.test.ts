@@ -3,7 +3,7 @@
 // requests in flight are counted per tenant with slow (model) requests; the process default applies unless the
 // tenant's policy replaces or lifts it; the limits are validated naming the key, and a change holds at once.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { NO_LIMITS } from '../../../infra/config/requestLimits.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
@@ -153,6 +153,25 @@ describe('a tenant’s requests in flight', () => {
     expect((await list(busy.key)).status).toBe(200);
     // Refusals counted nowhere: sequential requests stay within one in flight.
     for (let i = 0; i < 3; i += 1) expect((await list(busy.key)).status).toBe(200);
+  });
+});
+
+describe('a streamed answer', () => {
+  it('holds its slot while it streams; a client that goes away frees it', async () => {
+    const tenant = await gw.tenant({ limits: { max_concurrent: 1 } });
+    openai.enqueue(reply('one two three four five six seven eight nine ten', { eventGapMs: 300 }));
+    const disconnect = new AbortController();
+    const streamed = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'stream' }] }),
+      signal: disconnect.signal,
+    });
+    expect(streamed.status).toBe(200);
+    await streamed.body!.getReader().read(); // the first chunk: the answer is streaming
+    expectRefused(await list(tenant.key), 'limits.max_concurrent = 1');
+    disconnect.abort();
+    await vi.waitFor(async () => expect((await list(tenant.key)).status).toBe(200), { timeout: 30_000, interval: 50 });
   });
 });
 
