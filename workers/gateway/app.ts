@@ -115,7 +115,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(opsRoutes(deps));
   await app.register(adminRoutes(deps));
   // One limiter for every tenant route of this gateway (limits are per gateway process: limiter.ts).
-  const tenantDeps = { ...deps, requestLimits: { limiter: new RequestLimiter(), defaults: deps.limits ?? NO_LIMITS } };
+  const limiter = new RequestLimiter({ onRefused: (limit) => deps.metrics.limitRefusals.inc({ limit }) });
+  const tenantDeps = { ...deps, requestLimits: { limiter, defaults: deps.limits ?? NO_LIMITS } };
   await app.register(conversationRoutes(tenantDeps));
   await app.register(compactionRoutes(tenantDeps));
   await app.register(searchRoutes(tenantDeps));

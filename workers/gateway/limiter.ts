@@ -21,6 +21,9 @@ const MAX_BUCKETS = 10_000;
 /** Retry-After of a refusal for requests in flight: when one of them ends is unknown. */
 const IN_FLIGHT_RETRY_AFTER_S = 1;
 
+/** The limit a refusal names (its policy key). */
+export type LimitKey = 'requests_per_minute' | 'key_requests_per_minute' | 'max_concurrent';
+
 interface Rate {
   perMinute: number;
   burst: number;
@@ -30,7 +33,14 @@ export class RequestLimiter {
   private readonly buckets = new Map<string, Bucket>();
   private readonly inFlight = new Map<string, number>();
 
-  constructor(private readonly now: () => number = () => performance.now()) {}
+  private readonly now: () => number;
+  private readonly onRefused: (limit: LimitKey) => void;
+
+  /** `now`: the clock (ms); `onRefused`: told the limit of each refusal (metrics). */
+  constructor(options: { now?: () => number; onRefused?: (limit: LimitKey) => void } = {}) {
+    this.now = options.now ?? (() => performance.now());
+    this.onRefused = options.onRefused ?? (() => {});
+  }
 
   /**
    * Admits a request of `tenantId` with key `keyId` under `limits`, or throws the 429. Returns the release to call
@@ -41,6 +51,7 @@ export class RequestLimiter {
     const keyRate = rate(limits.keyRequestsPerMinute, limits.keyBurst);
     const running = this.inFlight.get(tenantId) ?? 0;
     if (limits.maxConcurrent !== null && running >= limits.maxConcurrent) {
+      this.onRefused('max_concurrent');
       throw new HttpError(
         429,
         `tenant '${tenantId}' has ${running} requests in flight, its limit (limits.max_concurrent = ` +
@@ -51,10 +62,12 @@ export class RequestLimiter {
     const now = this.now();
     const tenantBucket = tenantRate && this.refilled(`t:${tenantId}`, tenantRate, now);
     if (tenantBucket && tenantRate && tenantBucket.tokens < 1) {
+      this.onRefused('requests_per_minute');
       throw refusal(`tenant '${tenantId}'`, 'requests_per_minute', tenantRate, tenantBucket);
     }
     const keyBucket = keyRate && this.refilled(`k:${keyId}`, keyRate, now);
     if (keyBucket && keyRate && keyBucket.tokens < 1) {
+      this.onRefused('key_requests_per_minute');
       throw refusal(`this key (${keyId})`, 'key_requests_per_minute', keyRate, keyBucket);
     }
     if (tenantBucket) tenantBucket.tokens -= 1;
@@ -103,7 +116,7 @@ function rate(perMinute: number | null, burst: number | null): Rate | null {
   return perMinute === null ? null : { perMinute, burst: burst ?? perMinute };
 }
 
-function refusal(who: string, key: string, rate: Rate, bucket: Bucket): HttpError {
+function refusal(who: string, key: LimitKey, rate: Rate, bucket: Bucket): HttpError {
   const seconds = Math.max(1, Math.ceil(((1 - bucket.tokens) * 60) / rate.perMinute));
   return new HttpError(
     429,

@@ -153,6 +153,10 @@ describe('a tenant’s requests in flight', () => {
     expect((await list(busy.key)).status).toBe(200);
     // Refusals counted nowhere: sequential requests stay within one in flight.
     for (let i = 0; i < 3; i += 1) expect((await list(busy.key)).status).toBe(200);
+    // Operators see the refusals by limit.
+    const metrics = (await gw.call('GET', '/metrics', null)).text;
+    expect(metrics).toMatch(/^dctx_request_limit_refusals_total\{limit="max_concurrent"\} [1-9]/m);
+    expect(metrics).toMatch(/^dctx_request_limit_refusals_total\{limit="requests_per_minute"\} [1-9]/m);
   });
 });
 

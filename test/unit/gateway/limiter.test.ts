@@ -7,7 +7,9 @@ import { RequestLimiter } from '../../../workers/gateway/limiter.js';
 
 function clocked() {
   let now = 0;
-  return { limiter: new RequestLimiter(() => now), advance: (ms: number) => (now += ms) };
+  const refused: string[] = [];
+  const limiter = new RequestLimiter({ now: () => now, onRefused: (limit) => refused.push(limit) });
+  return { limiter, refused, advance: (ms: number) => (now += ms) };
 }
 
 function refusal(admit: () => unknown): HttpError {
@@ -61,7 +63,7 @@ describe('RequestLimiter', () => {
   });
 
   it('requests in flight: refused at the limit, admitted again once one is released (once)', () => {
-    const { limiter } = clocked();
+    const { limiter, refused: told } = clocked();
     const l = limits({ maxConcurrent: 2 });
     const first = limiter.admit('t', 'k', l);
     limiter.admit('t', 'k', l);
@@ -73,6 +75,7 @@ describe('RequestLimiter', () => {
     first();
     limiter.admit('t', 'k', l);
     expect(refusal(() => limiter.admit('t', 'k', l)).statusCode).toBe(429);
+    expect(told).toEqual(['max_concurrent', 'max_concurrent']);
   });
 
   it('a lower burst after a policy change caps the tokens at once', () => {
