@@ -1,7 +1,16 @@
 // The gateway's typed HTTP client (DESIGN.md §2 clients/), used by `dctx`, the demo and import: one function per
 // route over global fetch, typed with the request and response types of contracts/http (the routes' own schemas),
 // errors as GatewayError carrying the gateway's message.
-import type { CreateTenantBody, IssuedKey, Tenant, TenantPolicy } from '../contracts/http/admin.js';
+import type {
+  CreateTenantBody,
+  IssuedKey,
+  KeyList,
+  KeyScope,
+  ListedKey,
+  RotatedKey,
+  Tenant,
+  TenantPolicy,
+} from '../contracts/http/admin.js';
 import type { CompactionList, ReplayResult } from '../contracts/http/compactions.js';
 import type {
   AcceptedMessages,
@@ -91,8 +100,34 @@ export function createTenant(conn: GatewayConnection, tenant: CreateTenantBody):
   return call(conn, 'POST', '/v1/tenants', tenant);
 }
 
-export function createApiKey(conn: GatewayConnection, tenantId: string, label?: string): Promise<IssuedKey> {
-  return call(conn, 'POST', `/v1/tenants/${seg(tenantId)}/keys`, label === undefined ? {} : { label });
+export function createApiKey(
+  conn: GatewayConnection,
+  tenantId: string,
+  options: { label?: string; scope?: KeyScope } = {},
+): Promise<IssuedKey> {
+  return call(conn, 'POST', `/v1/tenants/${seg(tenantId)}/keys`, options);
+}
+
+export function listApiKeys(conn: GatewayConnection, tenantId: string): Promise<KeyList> {
+  return call(conn, 'GET', `/v1/tenants/${seg(tenantId)}/keys`);
+}
+
+export function revokeApiKey(
+  conn: GatewayConnection,
+  tenantId: string,
+  keyId: string,
+  afterSeconds = 0,
+): Promise<ListedKey> {
+  return call(conn, 'POST', `/v1/tenants/${seg(tenantId)}/keys/${seg(keyId)}/revoke`, { afterSeconds });
+}
+
+export function rotateApiKey(
+  conn: GatewayConnection,
+  tenantId: string,
+  keyId: string,
+  overlapSeconds = 0,
+): Promise<RotatedKey> {
+  return call(conn, 'POST', `/v1/tenants/${seg(tenantId)}/keys/${seg(keyId)}/rotate`, { overlapSeconds });
 }
 
 export function setTenantPolicy(

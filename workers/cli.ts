@@ -1,7 +1,7 @@
-// `dctx`, the command line of durable-context (DESIGN.md §6): start the local stack, migrate, tenants and keys,
-// import a transcript (progress bar), search, status, compactions list / replay. Talks to the HTTP gateway through
-// clients/httpClient.ts; its other parts are in workers/cli/. Run it as `npx tsx workers/cli.ts <command>` or
-// through `bin/dctx.js`. Environment (infra/config/env.ts): DCTX_URL, DCTX_KEY, DURABLE_CONTEXT_ADMIN_KEY, DCTX_DEBUG.
+// `dctx`, the command line of durable-context (DESIGN.md §6): start the local stack, migrate, tenants and keys
+// (create, list, revoke, rotate: cli/keyCommands.ts), import a transcript (progress bar), search, status, compactions
+// list / replay. Talks to the HTTP gateway through clients/httpClient.ts; its other parts are in workers/cli/. Run it
+// as `npx tsx workers/cli.ts <command>` or through `bin/dctx.js`. Environment (infra/config/env.ts): DCTX_URL, DCTX_KEY, DURABLE_CONTEXT_ADMIN_KEY, DCTX_DEBUG.
 import { pathToFileURL } from 'node:url';
 import { Command, Option } from 'commander';
 import {
@@ -27,6 +27,7 @@ import {
   formatSearchResults,
   formatStatus,
 } from './cli/format.js';
+import { registerKeyCommands } from './cli/keyCommands.js';
 import {
   adminConnection,
   CliError,
@@ -103,7 +104,9 @@ export function buildProgram(environment: CliEnv): Command {
           ...(opts.name ? { name: opts.name } : {}),
           ...(opts.policy ? { policy: opts.policy } : {}),
         });
-        const issued = opts.key ? await createApiKey(admin, id, opts.label) : undefined;
+        const issued = opts.key
+          ? await createApiKey(admin, id, opts.label !== undefined ? { label: opts.label } : {})
+          : undefined;
         if (opts.json) return printJson(issued ? { tenant, key: issued } : { tenant });
         print(`tenant  ${tenant.id} (${tenant.name}), policy version ${tenant.policyVersion}`);
         if (Object.keys(tenant.policy).length) print(`policy  ${JSON.stringify(tenant.policy)}`);
@@ -111,17 +114,7 @@ export function buildProgram(environment: CliEnv): Command {
       },
     );
 
-  const keys = program.command('keys').description('tenant API keys (admin key)');
-  keys
-    .command('create <tenantId>')
-    .description('issue an API key for a tenant (shown once)')
-    .option('--label <label>', 'label stored with the key')
-    .option('--json', 'print JSON')
-    .action(async (tenantId: string, opts: { label?: string; json?: boolean }, cmd: Command) => {
-      const issued = await createApiKey(adminConnection(conn(cmd)), tenantId, opts.label);
-      if (opts.json) return printJson(issued);
-      print(issued.key);
-    });
+  registerKeyCommands(program, conn, { print, printJson });
 
   program
     .command('import <transcript>')

@@ -19,7 +19,7 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const { url, adminKey, log } = options;
   const admin: GatewayConnection = { url, key: adminKey };
   await createTenant(admin, { id: DEMO_TENANT, name: 'Demo tenant' });
-  const { key } = await createApiKey(admin, DEMO_TENANT, 'demo');
+  const { key } = await createApiKey(admin, DEMO_TENANT, { label: 'demo' });
   const tenant: GatewayConnection = { url, key };
   log(`Demo tenant '${DEMO_TENANT}', API key: ${key}`);
 

@@ -4,7 +4,8 @@
 //   - the worker and the HTTP gateway (:8080, OpenAPI at /docs).
 // `npm run demo` (= `npm start -- --demo`) then imports the shipped sample conversations and prints what happened.
 // Flags: --demo, --exit (stop after the demo). Env (infra/config/env.ts, README): DATABASE_URL, TEMPORAL_PORT,
-// TEMPORAL_UI_PORT, GATEWAY_PORT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_CONFIG,
+// TEMPORAL_UI_PORT, GATEWAY_PORT, DURABLE_CONTEXT_ADMIN_KEY(_PREVIOUS), DURABLE_CONTEXT_METRICS_KEY,
+// DURABLE_CONTEXT_CONFIG, DURABLE_CONTEXT_DOCS_KEY, DURABLE_CONTEXT_CORS_ORIGINS, DURABLE_CONTEXT_LIMITS,
 // DURABLE_CONTEXT_DATA (data dir, default ./.data).
 
 import { randomBytes } from 'node:crypto';
@@ -128,7 +129,11 @@ const app = await buildGateway({
   }),
   metrics,
   adminKey: key,
+  previousAdminKey: env.DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS,
   metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
+  docsKey: env.DURABLE_CONTEXT_DOCS_KEY,
+  corsOrigins: env.DURABLE_CONTEXT_CORS_ORIGINS,
+  limits: env.DURABLE_CONTEXT_LIMITS,
   cacheTtl: config.promptCaching.cacheTtl,
   providers: llm.providers ?? null,
   defaultModel: defaultModelFrom(config),

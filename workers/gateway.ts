@@ -1,6 +1,8 @@
 // `npm run gateway`: the HTTP gateway as its own process (the worker runs elsewhere: `npm run worker`).
 // Environment (infra/config/env.ts, README): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, GATEWAY_PORT,
-// GATEWAY_HOST, GATEWAY_BODY_LIMIT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_CONFIG.
+// GATEWAY_HOST, GATEWAY_BODY_LIMIT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS,
+// DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_DOCS_KEY, DURABLE_CONTEXT_CORS_ORIGINS, DURABLE_CONTEXT_LIMITS,
+// DURABLE_CONTEXT_CONFIG.
 // SIGTERM/SIGINT: stop accepting, finish in-flight requests (at most 10 s), close the pools, exit 0.
 
 import { Connection } from '@temporalio/client';
@@ -48,7 +50,11 @@ const app = await buildGateway({
   }),
   metrics,
   adminKey: env.DURABLE_CONTEXT_ADMIN_KEY,
+  previousAdminKey: env.DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS,
   metricsKey: env.DURABLE_CONTEXT_METRICS_KEY,
+  docsKey: env.DURABLE_CONTEXT_DOCS_KEY,
+  corsOrigins: env.DURABLE_CONTEXT_CORS_ORIGINS,
+  limits: env.DURABLE_CONTEXT_LIMITS,
   cacheTtl: config.promptCaching.cacheTtl,
   providers,
   defaultModel: defaultModelFrom(config),

@@ -73,7 +73,7 @@ export type Assert<T extends true> = T;
 // ---------------------------------------------------------------------------------------------------------------
 // Errors: one body for every error status (workers/gateway/errors.ts).
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 500 | 502 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 502 | 503;
 
 /** The reason phrase of each status the gateway answers with (the `error` field). */
 export const HTTP_REASONS: Readonly<Record<number, string>> = {
@@ -86,6 +86,7 @@ export const HTTP_REASONS: Readonly<Record<number, string>> = {
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   502: 'Bad Gateway',
@@ -95,12 +96,13 @@ export const HTTP_REASONS: Readonly<Record<number, string>> = {
 const MEANINGS: Record<ErrorStatus, string> = {
   400: 'invalid input; the message names the field (nothing was written)',
   401: 'missing, malformed or unknown bearer key',
-  403: 'the admin key is required',
+  403: 'the admin key is required, or the key’s scope (read) does not cover the route',
   404: 'unknown resource (or one of another tenant)',
   409: 'conflict: an idempotency key reused with another message, or a compaction that cannot be replayed',
   413: 'the request body is larger than the limit',
   415: 'the request body is not JSON in UTF-8',
   422: 'the request cannot be carried out (e.g. no LLM provider configured, or the model refused it)',
+  429: 'over a request limit of the tenant or the key (the message names it); retry after Retry-After',
   500: 'internal error',
   502: 'the model provider did not answer',
   503: 'PostgreSQL or Temporal is unavailable, or the worker did not catch up in time; retry after Retry-After',
@@ -114,6 +116,11 @@ const errorBody = (description: string) =>
 
 export const ErrorBody = errorBody('An error: the reason phrase, a message saying what happened, the status');
 export type ErrorBody = Static<typeof ErrorBody>;
+
+/** What every tenant route can answer: bad input, no or a wrong key, a key whose scope does not cover it, a request
+ * limit, an outage, a fault; routes with a body add 413 and 415. */
+export const TENANT_READ_ERRORS = [400, 401, 403, 429, 500, 503] as const;
+export const TENANT_WRITE_ERRORS = [...TENANT_READ_ERRORS, 413, 415] as const;
 
 /** The error responses of a route, one schema per status (each described in the OpenAPI document). */
 export function errorResponses<const C extends ErrorStatus>(...codes: C[]): { [K in C]: typeof ErrorBody } {

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { HTTP_URL_PATTERN } from './fieldRules.js';
+import { LIMIT_KEYS, NO_LIMITS, parseLimitsText, type RequestLimits } from './requestLimits.js';
 
 /** One variable: what a valid value looks like (the error text), its schema (on the non-empty text), its default. */
 interface Variable<T> {
@@ -49,6 +50,9 @@ const FLAGS: Readonly<Record<string, boolean>> = Object.freeze({
 /** `host`, `host:port`, `[ipv6]` or `[ipv6]:port`, as the Temporal SDK accepts it (its default port: 7233). */
 const HOST_PORT_PATTERN = /^(?:\[[0-9A-Fa-f.:]+\]|[^\s:/[\]]+)(?::(\d{1,5}))?$/;
 
+/** A web origin as browsers send it: scheme, host, optional port; no path, no trailing slash. */
+const ORIGIN_PATTERN = /^https?:\/\/[A-Za-z0-9.-]+(?::\d{1,5})?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/;
+
 /** The checkout: `npm start` keeps its data in `<checkout>/.data` unless DURABLE_CONTEXT_DATA says otherwise. */
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -71,7 +75,26 @@ const VARIABLES = {
   } satisfies Variable<string>,
   // The gateway
   DURABLE_CONTEXT_ADMIN_KEY: token('a key without whitespace', null),
+  DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: token('a key without whitespace', null),
   DURABLE_CONTEXT_METRICS_KEY: token('a key without whitespace', null),
+  DURABLE_CONTEXT_DOCS_KEY: token('a key without whitespace', null),
+  DURABLE_CONTEXT_CORS_ORIGINS: {
+    expected: 'comma-separated origins (http(s)://host[:port], no path) or *',
+    schema: z
+      .string()
+      .transform((text) => text.split(',').map((origin) => origin.trim()))
+      .refine((origins) => origins.every((origin) => origin === '*' || ORIGIN_PATTERN.test(origin))),
+    fallback: [],
+  } satisfies Variable<string[]>,
+  DURABLE_CONTEXT_LIMITS: {
+    expected: `comma-separated key=integer ≥ 1 pairs of ${Object.keys(LIMIT_KEYS).join(', ')}`,
+    schema: z
+      .string()
+      .transform((text) => parseLimitsText(text))
+      .refine((limits) => limits !== null)
+      .transform((limits) => limits as RequestLimits),
+    fallback: NO_LIMITS,
+  } satisfies Variable<RequestLimits>,
   GATEWAY_PORT: port(8080),
   GATEWAY_HOST: {
     expected: 'a host name or IP address',
@@ -136,6 +159,22 @@ export class EnvError extends Error {
   }
 }
 
+/** Rules between variables, checked once each is valid on its own. */
+function crossProblems(values: Record<string, unknown>): { name: EnvName; message: string }[] {
+  const previous = values.DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS;
+  if (previous === null || previous === undefined) return [];
+  const name = 'DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS';
+  if (values.DURABLE_CONTEXT_ADMIN_KEY === null) {
+    return [
+      { name, message: `Invalid environment: ${name}: set without DURABLE_CONTEXT_ADMIN_KEY (the new admin key)` },
+    ];
+  }
+  if (previous === values.DURABLE_CONTEXT_ADMIN_KEY) {
+    return [{ name, message: `Invalid environment: ${name}: the same key as DURABLE_CONTEXT_ADMIN_KEY` }];
+  }
+  return [];
+}
+
 /** Validates `record` (e.g. `process.env`): a frozen `Env`, or an `EnvError` naming every bad variable. */
 export function parseEnv(record: Readonly<Record<string, string | undefined>>): Env {
   const values: Record<string, unknown> = {};
@@ -154,6 +193,7 @@ export function parseEnv(record: Readonly<Record<string, string | undefined>>): 
       problems.push({ name, message });
     }
   }
+  problems.push(...crossProblems(values));
   if (problems.length > 0) throw new EnvError(problems);
   return Object.freeze(values) as Env;
 }

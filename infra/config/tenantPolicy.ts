@@ -1,6 +1,7 @@
-// Per-tenant compression policy: a tenant may override any `compression.*` key (model_thresholds included) and the
-// host policy keys of SPEC §19. Stored raw (snake_case, as in config.yaml) with the tenant and validated exactly like
-// config.yaml (SPEC §2.1 errors); resolution order is tenant override → config.yaml → default.
+// Per-tenant policy: a tenant may override any `compression.*` key (model_thresholds included) and the host policy keys
+// of SPEC §19, and set its request limits under `limits` (issue #14 §5, requestLimits.ts). Stored raw (snake_case, as
+// in config.yaml) with the tenant and validated exactly like config.yaml (SPEC §2.1 errors); resolution order is
+// tenant override → config.yaml → default (limits: tenant → DURABLE_CONTEXT_LIMITS → none).
 import {
   type CompressionConfig,
   type HostPolicy,
@@ -8,10 +9,19 @@ import {
   normalizeHostPolicy,
 } from '../../engine/config.js';
 import { type CompressionOverrides, validateCompressionSection } from './compressionSection.js';
+import { isPlainObject } from './fieldRules.js';
+import { type RequestLimits, validateLimitsSection } from './requestLimits.js';
 
-/** Validates a raw override object; throws ConfigError naming the key (`compression.<key>`). */
-export function validateTenantPolicy(raw: unknown): CompressionOverrides {
-  return validateCompressionSection(raw ?? {}, 'compression');
+/** The policy key holding the request limits; every other key is a `compression.*` key. */
+export const LIMITS_KEY = 'limits';
+
+/** Validates a raw override object; throws ConfigError naming the key (`compression.<key>`, `limits.<key>`). */
+export function validateTenantPolicy(raw: unknown): CompressionOverrides & { limits: Partial<RequestLimits> } {
+  if (!isPlainObject(raw) || !Object.hasOwn(raw, LIMITS_KEY)) {
+    return { ...validateCompressionSection(raw ?? {}, 'compression'), limits: {} };
+  }
+  const { [LIMITS_KEY]: limits, ...compression } = raw;
+  return { ...validateCompressionSection(compression, 'compression'), limits: validateLimitsSection(limits) };
 }
 
 /**

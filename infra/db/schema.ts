@@ -15,6 +15,7 @@ import type {
   SummaryUsage,
 } from '../../contracts/compaction.js';
 import type { ConversationStatus } from '../../contracts/conversation.js';
+import type { KeyScope } from '../../contracts/http/admin.js';
 import type { CompressorState } from '../../engine/compressorState.js';
 import type { SummaryFailureClass } from '../../engine/fallbackSummary.js';
 import type { NotifiedSince } from '../../engine/gatewayTurns.js';
@@ -240,7 +241,12 @@ export interface ApiKeysTable {
   key_hash: string;
   label: string | null;
   created_at: Timestamp;
+  /** When the key stops working; a future time while a rotation's overlap lasts (migrations/0019). */
   revoked_at: NullableTimestamp;
+  /** `full` or `read` (migrations/0019). */
+  scope: ColumnType<KeyScope, KeyScope | undefined, KeyScope>;
+  /** The key a rotation replaced (migrations/0019). */
+  replaces: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface TurnsTable {

@@ -56,13 +56,17 @@ export async function setTenantPolicy(
   const json = JSON.stringify(policy);
   return withWriteRetry(() =>
     db.transaction().execute(async (tx) => {
-      const changed = await tx
-        .updateTable('tenants')
-        .set({ policy: json, policy_version: sql`policy_version + 1` })
-        .where('id', '=', tenantId)
-        .where(sql<boolean>`policy IS DISTINCT FROM ${json}::jsonb`)
-        .executeTakeFirst();
-      if (changed.numUpdatedRows > 0n) {
+      // The request limits (`limits`, issue #14 §5) are read by the gateway with each key: a change to them alone
+      // leaves the conversations' quiet rules as they are.
+      const changed = await sql<{ compression_changed: boolean }>`
+        WITH old AS (SELECT policy FROM tenants WHERE id = ${tenantId} FOR UPDATE)
+        UPDATE tenants t SET policy = ${json}::jsonb, policy_version = t.policy_version + 1
+          FROM old
+         WHERE t.id = ${tenantId} AND old.policy IS DISTINCT FROM ${json}::jsonb
+        RETURNING (old.policy - 'limits') IS DISTINCT FROM (${json}::jsonb - 'limits') AS compression_changed`.execute(
+        tx,
+      );
+      if (changed.rows[0]?.compression_changed) {
         // The quiet rules of the tenant's conversations were computed with the old policy (migration 0009).
         await tx
           .updateTable('conversations')

@@ -18,6 +18,8 @@ export interface Metrics {
   chatTurns: Counter<'path'>;
   /** Issue #11: how long a chat turn waited for the workflow's next rules, by what it would have been judged by. */
   turnRulesWait: Histogram<'standing'>;
+  /** Issue #14 §5: requests the gateway refused with 429, by the limit (`requests_per_minute`, …). */
+  limitRefusals: Counter<'limit'>;
 }
 
 export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?: boolean } = {}): Metrics {
@@ -92,7 +94,21 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     void compactions;
     void saved;
   }
-  return { registry, phaseDuration, searchDuration, httpRequests, summaryRetention, chatTurns, turnRulesWait };
+  const limitRefusals = counter(
+    'dctx_request_limit_refusals_total',
+    'Requests refused with 429 by a request limit of the tenant or key (issue #14 §5), by limit',
+    ['limit'],
+  );
+  return {
+    registry,
+    phaseDuration,
+    searchDuration,
+    httpRequests,
+    summaryRetention,
+    chatTurns,
+    turnRulesWait,
+    limitRefusals,
+  };
 }
 
 /** Wraps every activity so its duration lands in `dctx_activity_duration_seconds`. */

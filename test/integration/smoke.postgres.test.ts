@@ -62,6 +62,7 @@ describe('migrations', () => {
       '0016_native_trigger',
       '0017_app_server',
       '0018_anthropic_native',
+      '0019_key_scopes',
       '0021_event_feed',
     ]);
     const second = await migrateToLatest(testDb.db);
@@ -104,6 +105,7 @@ describe('0010 down and up again', () => {
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
       ['0021_event_feed', 'Success'],
+      ['0019_key_scopes', 'Success'],
       ['0018_anthropic_native', 'Success'],
       ['0017_app_server', 'Success'],
       ['0016_native_trigger', 'Success'],
@@ -128,6 +130,7 @@ describe('0010 down and up again', () => {
       '0016_native_trigger',
       '0017_app_server',
       '0018_anthropic_native',
+      '0019_key_scopes',
       '0021_event_feed',
     ]);
     expect(await answers()).toEqual(before);
@@ -161,6 +164,7 @@ describe('0014 on conversations stored before it', () => {
       '0016_native_trigger',
       '0017_app_server',
       '0018_anthropic_native',
+      '0019_key_scopes',
       '0021_event_feed',
     ]);
     const rows = await testDb.db

@@ -1,4 +1,5 @@
-// The HTTP gateway (DESIGN.md §6): fastify with JSON schemas, OpenAPI at /docs, bearer key per tenant. Bodies are
+// The HTTP gateway (DESIGN.md §6): fastify with JSON schemas, OpenAPI at /docs (behind `docsKey` when set), bearer key
+// per tenant, CORS for the origins the operator lists (cors.ts). Bodies are
 // JSON in UTF-8 within the store's limits (jsonBody.ts), validated without type coercion (validators.ts); a request
 // whose body never finishes is cut off after `requestTimeoutMs` (issue #9 §7).
 import swagger from '@fastify/swagger';
@@ -6,12 +7,15 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { CacheTtl } from '../../engine/index.js';
+import { NO_LIMITS, type RequestLimits } from '../../infra/config/requestLimits.js';
 import type { Database } from '../../infra/db/schema.js';
 import type { ProvidersConfig } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
 import type { Conversations } from './conversations.js';
+import { installCors } from './cors.js';
 import { errorHandler, HttpError } from './errors.js';
 import { installJsonBodyParser } from './jsonBody.js';
+import { RequestLimiter } from './limiter.js';
 import { adminRoutes } from './routes/admin.js';
 import { anthropicMessagesRoutes } from './routes/anthropicMessages.js';
 import { compactionRoutes } from './routes/compactions.js';
@@ -22,6 +26,7 @@ import { openAIChatRoutes } from './routes/openaiChat.js';
 import { opsRoutes } from './routes/ops.js';
 import { searchRoutes } from './routes/search.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { requireStaticKey } from './staticKeys.js';
 import { installValidators } from './validators.js';
 
 export interface GatewayDeps {
@@ -34,8 +39,16 @@ export interface GatewayDeps {
   conversations: Conversations;
   metrics: Metrics;
   adminKey: string | null;
+  /** The admin key being rotated out (`DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS`): valid beside `adminKey`. */
+  previousAdminKey?: string | null;
   /** When set, `/metrics` requires this bearer key. */
   metricsKey?: string | null;
+  /** When set, `/docs` (the UI and the OpenAPI document) requires this key: bearer, or HTTP Basic's password. */
+  docsKey?: string | null;
+  /** Process-wide default request limits (`DURABLE_CONTEXT_LIMITS`); a tenant's policy `limits` replace them. */
+  limits?: RequestLimits;
+  /** Origins allowed cross-origin requests (`*`: any); empty or absent: CORS off. */
+  corsOrigins?: readonly string[];
   cacheTtl: CacheTtl | null;
   /** config.yaml `providers:` (the caching route of the prepared context); null or absent: none configured. */
   providers?: ProvidersConfig | null;
@@ -78,6 +91,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   installValidators(app);
   installJsonBodyParser(app);
   app.setErrorHandler(errorHandler);
+  installCors(app, deps.corsOrigins ?? []);
   app.setNotFoundHandler((request) => {
     throw new HttpError(404, `no route ${request.method} ${request.url.split('?')[0]}`);
   });
@@ -95,17 +109,25 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
       security: [{ bearer: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    ...(deps.docsKey
+      ? { uiHooks: { onRequest: requireStaticKey(deps.docsKey, { realm: 'docs', what: 'docs', basic: true }) } }
+      : {}),
+  });
   await app.register(opsRoutes(deps));
   await app.register(adminRoutes(deps));
-  await app.register(conversationRoutes(deps));
-  await app.register(modelSwitchRoutes(deps));
-  await app.register(eventRoutes(deps));
-  await app.register(webhookRoutes(deps));
-  await app.register(compactionRoutes(deps));
-  await app.register(searchRoutes(deps));
-  await app.register(openAIChatRoutes(deps));
-  await app.register(anthropicMessagesRoutes(deps));
+  // One limiter for every tenant route of this gateway (limits are per gateway process: limiter.ts).
+  const limiter = new RequestLimiter({ onRefused: (limit) => deps.metrics.limitRefusals.inc({ limit }) });
+  const tenantDeps = { ...deps, requestLimits: { limiter, defaults: deps.limits ?? NO_LIMITS } };
+  await app.register(conversationRoutes(tenantDeps));
+  await app.register(modelSwitchRoutes(tenantDeps));
+  await app.register(eventRoutes(tenantDeps));
+  await app.register(webhookRoutes(tenantDeps));
+  await app.register(compactionRoutes(tenantDeps));
+  await app.register(searchRoutes(tenantDeps));
+  await app.register(openAIChatRoutes(tenantDeps));
+  await app.register(anthropicMessagesRoutes(tenantDeps));
   // What the gateway still commits after answering (drop-in replies): logged if it fails, finished before close.
   deps.conversations.pendingWrites.reportTo((err, where) =>
     app.log.warn({ err, ...where }, 'a reply the client was given could not be stored (its next request carries it)'),

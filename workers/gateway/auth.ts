@@ -1,17 +1,28 @@
-// Bearer authentication (or `x-api-key`): a tenant key (stored hashed) scopes every request to its tenant; the admin
-// key (from the environment) may create tenants, keys and policies.
-import { timingSafeEqual } from 'node:crypto';
+// Bearer authentication (or `x-api-key`): a tenant key (stored hashed, looked up on every request: a revoked key is
+// refused at once) scopes every request to its tenant, and a `read` key to the routes that store nothing (issue #14
+// §4); the request is then admitted under the tenant's request limits (§5, limiter.ts). The admin key — or, while it
+// is being rotated, the previous one — may create tenants, keys and policies.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
-import { tenantForApiKey } from '../../infra/db/apiKeys.js';
+import type { KeyScope } from '../../contracts/http/admin.js';
+import { type RequestLimits, resolveLimits } from '../../infra/config/requestLimits.js';
+import { type ResolvedKey, resolveApiKey } from '../../infra/db/apiKeys.js';
 import type { Database } from '../../infra/db/schema.js';
 import { HttpError } from './errors.js';
+import type { RequestLimiter } from './limiter.js';
 import type { PendingWrites } from './pendingWrites.js';
+import { isOneOf } from './staticKeys.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The tenant of the bearer key: set by `requireTenant`'s hook before any handler runs. */
     tenantId: string;
+    /** The id of the bearer key (set with `tenantId`). */
+    keyId: string;
+  }
+  interface FastifyContextConfig {
+    /** A route that stores nothing besides GET (POST /v1/search): a `read` key may use it. */
+    readOnly?: boolean;
   }
 }
 
@@ -28,44 +39,86 @@ function bearer(request: FastifyRequest): string {
   return match[1];
 }
 
+/** Whether a key of `scope` may use the request's route: a `read` key, GET routes and those marked `readOnly`. */
+function allowed(scope: KeyScope, request: FastifyRequest): boolean {
+  return scope === 'full' || request.method === 'GET' || request.routeOptions.config.readOnly === true;
+}
+
+/** Resolves the request's key (401 unless valid now; 403 when its scope does not cover the route). */
 export function tenantAuth(db: Kysely<Database>) {
-  return async (request: FastifyRequest): Promise<void> => {
-    const tenantId = await tenantForApiKey(db, bearer(request));
-    if (!tenantId) throw new HttpError(401, 'invalid API key');
-    request.tenantId = tenantId;
+  return async (request: FastifyRequest): Promise<ResolvedKey> => {
+    const key = await resolveApiKey(db, bearer(request));
+    if (!key) throw new HttpError(401, 'invalid API key');
+    if (!allowed(key.scope, request)) {
+      throw new HttpError(
+        403,
+        `this key has scope '${key.scope}': ${request.method} ${request.routeOptions.url} needs scope 'full'`,
+      );
+    }
+    request.tenantId = key.tenantId;
+    request.keyId = key.keyId;
+    return key;
+  };
+}
+
+/** What the tenant routes need to admit a request: the pool keys are read from, and the request limits. */
+export interface TenantGate {
+  db: Kysely<Database>;
+  /** The writes the gateway finishes after answering (pendingWrites.ts), when the routes wait for them. */
+  after?: PendingWrites;
+  /** Absent: no limits (a gateway built without them, e.g. in a unit test). */
+  limits?: { limiter: RequestLimiter; defaults: RequestLimits };
+}
+
+/** What a tenant route group is given: its pools and the gateway's request limits (app.ts). */
+export interface TenantRouteGate {
+  db: Kysely<Database>;
+  readDb?: Kysely<Database>;
+  requestLimits?: TenantGate['limits'];
+}
+
+/** The gate of a tenant route group: keys read from the read pool, the gateway's limits, `after` when given. */
+export function tenantGate(deps: TenantRouteGate, after?: PendingWrites): TenantGate {
+  return {
+    db: deps.readDb ?? deps.db,
+    ...(after ? { after } : {}),
+    ...(deps.requestLimits ? { limits: deps.requestLimits } : {}),
   };
 }
 
 /**
  * Scopes the routes of a plugin to the tenant of the bearer key: declares `request.tenantId` (fastify's
- * decorateRequest, so every request object has the same shape) and sets it before any handler runs (401 otherwise).
- * With `after`, a handler runs once the writes the gateway finishes after answering (pendingWrites.ts) are done —
- * the named conversation's, else the tenant's: the tenant reads what it was answered, and writes after it.
+ * decorateRequest, so every request object has the same shape) and sets it before any handler runs (401 otherwise),
+ * then admits the request under the tenant's limits (429 otherwise; limiter.ts). With `after`, a handler runs once
+ * the writes the gateway finishes after answering are done — the named conversation's, else the tenant's: the
+ * tenant reads what it was answered, and writes after it.
  */
-export function requireTenant(app: FastifyInstance, db: Kysely<Database>, after?: PendingWrites): void {
+export function requireTenant(app: FastifyInstance, gate: TenantGate): void {
   app.decorateRequest('tenantId', '');
-  const auth = tenantAuth(db);
-  app.addHook(
-    'preHandler',
-    after
-      ? async (request) => {
-          await auth(request);
-          // A route of one conversation waits for that conversation's writes only; any other, for the tenant's.
-          const { conversationId } = (request.params ?? {}) as { conversationId?: unknown };
-          await (typeof conversationId === 'string'
-            ? after.settled(request.tenantId, conversationId)
-            : after.settledTenant(request.tenantId));
-        }
-      : auth,
-  );
+  app.decorateRequest('keyId', '');
+  const auth = tenantAuth(gate.db);
+  const { after, limits } = gate;
+  app.addHook('preHandler', async (request, reply) => {
+    const key = await auth(request);
+    if (limits) {
+      const release = limits.limiter.admit(key.tenantId, key.keyId, resolveLimits(limits.defaults, key.limits));
+      // The response closes once the answer is written (a stream: when it ends) or the client went away — maybe
+      // already, while the key was looked up: then its 'close' event has passed.
+      if (reply.raw.closed) release();
+      else reply.raw.once('close', release);
+    }
+    if (!after) return;
+    // A route of one conversation waits for that conversation's writes only; any other, for the tenant's.
+    const { conversationId } = (request.params ?? {}) as { conversationId?: unknown };
+    await (typeof conversationId === 'string'
+      ? after.settled(request.tenantId, conversationId)
+      : after.settledTenant(request.tenantId));
+  });
 }
 
-export function adminAuth(adminKey: string | null) {
+/** 403 unless the request carries one of the admin keys (the current one, and the previous one while rotating). */
+export function adminAuth(adminKeys: readonly string[]) {
   return async (request: FastifyRequest): Promise<void> => {
-    const given = Buffer.from(bearer(request));
-    const expected = Buffer.from(adminKey ?? '');
-    if (!adminKey || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      throw new HttpError(403, 'admin key required');
-    }
+    if (adminKeys.length === 0 || !isOneOf(bearer(request), adminKeys)) throw new HttpError(403, 'admin key required');
   };
 }

@@ -136,6 +136,23 @@ describe('dctx', () => {
     const key = await dctx(['keys', 'create', tenantId, '--label', 'ci'], asAdmin());
     expect(key.code).toBe(0);
     expect(key.stdout.trim()).toMatch(/^dctx_\S+$/);
+
+    // Keys (issue #14 §4): a read key, listed without the key, rotated with an overlap, the old one revoked.
+    const read = JSON.parse((await dctx(['keys', 'create', tenantId, '--scope', 'read', '--json'], asAdmin())).stdout);
+    expect(read).toMatchObject({ scope: 'read', label: null });
+    const rotated = await dctx(['keys', 'rotate', tenantId, read.id, '--overlap', '60', '--json'], asAdmin());
+    expect(rotated.code).toBe(0);
+    expect(JSON.parse(rotated.stdout)).toMatchObject({ scope: 'read', replaces: read.id });
+    const revoked = await dctx(['keys', 'revoke', tenantId, read.id], asAdmin());
+    expect(revoked.stdout).toMatch(new RegExp(`^key ${read.id} revoked at \\S+`));
+    const listed = await dctx(['keys', 'list', tenantId], asAdmin());
+    expect(listed.code).toBe(0);
+    expect(listed.stdout.trim().split('\n')).toHaveLength(4);
+    expect(listed.stdout).toMatch(new RegExp(`^${read.id}  read  \\S+  revoked `, 'm'));
+    expect(listed.stdout).not.toContain('dctx_');
+    const badScope = await dctx(['keys', 'create', tenantId, '--scope', 'write'], asAdmin());
+    expect(badScope.code).not.toBe(0);
+    expect(badScope.stderr).toContain('--scope');
   });
 
   it('import replays a transcript; a re-import is a no-op', async () => {

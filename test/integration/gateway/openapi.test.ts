@@ -23,29 +23,34 @@ const ROUTES: Record<string, number[]> = {
   'GET /metrics': [200, 401, 500],
   'POST /v1/tenants': [201, 400, 401, 403, 413, 415, 500, 503],
   'POST /v1/tenants/{tenantId}/keys': [201, 400, 401, 403, 404, 413, 415, 500, 503],
+  'GET /v1/tenants/{tenantId}/keys': [200, 400, 401, 403, 404, 500, 503],
+  'POST /v1/tenants/{tenantId}/keys/{keyId}/revoke': [200, 400, 401, 403, 404, 413, 415, 500, 503],
+  'POST /v1/tenants/{tenantId}/keys/{keyId}/rotate': [201, 400, 401, 403, 404, 409, 413, 415, 500, 503],
   'PUT /v1/tenants/{tenantId}/policy': [200, 400, 401, 403, 404, 413, 415, 500, 503],
-  'POST /v1/conversations': [201, 400, 401, 413, 415, 500, 503],
-  'POST /v1/conversations/{conversationId}/messages': [200, 202, 400, 401, 404, 409, 413, 415, 422, 500, 502, 503],
-  'GET /v1/conversations/{conversationId}/messages': [200, 400, 401, 404, 500, 503],
-  'PUT /v1/conversations/{conversationId}/messages/{messageId}/pin': [200, 400, 401, 404, 500, 503],
-  'DELETE /v1/conversations/{conversationId}/messages/{messageId}/pin': [200, 400, 401, 404, 500, 503],
-  'GET /v1/conversations/{conversationId}/context': [200, 400, 401, 404, 500, 503],
-  'POST /v1/conversations/{conversationId}/compact': [200, 400, 401, 404, 413, 415, 422, 500, 502, 503],
-  'GET /v1/conversations/{conversationId}/status': [200, 400, 401, 404, 500, 503],
-  'POST /v1/conversations/{conversationId}/model': [200, 400, 401, 404, 413, 415, 422, 500, 503],
-  'GET /v1/compactions': [200, 400, 401, 500, 503],
-  'GET /v1/events': [200, 400, 401, 500, 503],
-  'POST /v1/webhooks': [201, 400, 401, 413, 415, 500, 503],
-  'GET /v1/webhooks': [200, 400, 401, 500, 503],
-  'DELETE /v1/webhooks/{webhookId}': [200, 400, 401, 404, 500, 503],
-  'GET /v1/webhooks/{webhookId}/deliveries': [200, 400, 401, 500, 503],
-  'POST /v1/compactions/{compactionId}/replay': [200, 400, 401, 404, 409, 413, 415, 422, 500, 502, 503],
-  'GET /v1/search': [200, 400, 401, 500, 503],
-  'POST /v1/search': [200, 400, 401, 413, 415, 500, 503],
-  'POST /v1/chat/completions': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 502, 503],
-  'POST /v1/responses': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 502, 503],
-  'POST /v1/messages': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 503, 529],
-  'POST /v1/messages/count_tokens': [200, 400, 401, 404, 409, 413, 415, 422, 429, 500, 503, 529],
+  'POST /v1/conversations': [201, 400, 401, 403, 413, 415, 429, 500, 503],
+  'POST /v1/conversations/{conversationId}/messages': [
+    200, 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502, 503,
+  ],
+  'GET /v1/conversations/{conversationId}/messages': [200, 400, 401, 403, 404, 429, 500, 503],
+  'PUT /v1/conversations/{conversationId}/messages/{messageId}/pin': [200, 400, 401, 403, 404, 429, 500, 503],
+  'DELETE /v1/conversations/{conversationId}/messages/{messageId}/pin': [200, 400, 401, 403, 404, 429, 500, 503],
+  'GET /v1/conversations/{conversationId}/context': [200, 400, 401, 403, 404, 429, 500, 503],
+  'POST /v1/conversations/{conversationId}/compact': [200, 400, 401, 403, 404, 413, 415, 422, 429, 500, 502, 503],
+  'GET /v1/conversations/{conversationId}/status': [200, 400, 401, 403, 404, 429, 500, 503],
+  'GET /v1/compactions': [200, 400, 401, 403, 429, 500, 503],
+  'POST /v1/conversations/{conversationId}/model': [200, 400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
+  'GET /v1/events': [200, 400, 401, 403, 429, 500, 503],
+  'POST /v1/webhooks': [201, 400, 401, 403, 413, 415, 429, 500, 503],
+  'GET /v1/webhooks': [200, 400, 401, 403, 429, 500, 503],
+  'DELETE /v1/webhooks/{webhookId}': [200, 400, 401, 403, 404, 429, 500, 503],
+  'GET /v1/webhooks/{webhookId}/deliveries': [200, 400, 401, 403, 429, 500, 503],
+  'POST /v1/compactions/{compactionId}/replay': [200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502, 503],
+  'GET /v1/search': [200, 400, 401, 403, 429, 500, 503],
+  'POST /v1/search': [200, 400, 401, 403, 413, 415, 429, 500, 503],
+  'POST /v1/chat/completions': [200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502, 503],
+  'POST /v1/responses': [200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502, 503],
+  'POST /v1/messages': [200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 529],
+  'POST /v1/messages/count_tokens': [200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 529],
 };
 /** Drop-in routes answer errors in their dialect (issue #12). */
 const OPENAI_DIALECT = new Set(['POST /v1/chat/completions', 'POST /v1/responses']);
@@ -200,6 +205,15 @@ describe('the routes answer as documented, and the schemas change nothing', () =
     expect((await call('POST', '/v1/tenants', adminKey, { id: tenantId })).json.policy).toEqual({ protect_last_n: 6 });
     const { key } = (await call('POST', `/v1/tenants/${tenantId}/keys`, adminKey, { label: 'openapi' })).json;
     expect((await call('PUT', `/v1/tenants/${tenantId}/policy`, adminKey, { protect_last_n: 6 })).status).toBe(200);
+    // Keys (issue #14 §4): listed, rotated with an overlap, revoked; a read key refused on a write.
+    const keys = `/v1/tenants/${tenantId}/keys`;
+    const readKey = (await call('POST', keys, adminKey, { label: 'read', scope: 'read' })).json;
+    expect((await call('GET', keys, adminKey)).json.keys).toHaveLength(2);
+    const rotated = await call('POST', `${keys}/${readKey.id}/rotate`, adminKey, { overlapSeconds: 60 });
+    expect(rotated.status).toBe(201);
+    expect((await call('POST', `${keys}/${readKey.id}/revoke`, adminKey, {})).status).toBe(200);
+    expect((await call('POST', `${keys}/${readKey.id}/rotate`, adminKey, {})).status).toBe(409);
+    expect((await call('POST', '/v1/conversations', rotated.json.key, {})).status).toBe(403);
     expect((await call('PUT', '/v1/tenants/nobody/policy', adminKey, {})).status).toBe(404);
     expect((await call('POST', '/v1/tenants', key, { id: 'sneaky' })).status).toBe(403);
     expect((await call('POST', '/v1/tenants', null, { id: 'anonymous' })).status).toBe(401);

@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import type { Summarizer } from '../../../engine/index.js';
 import { TurnTextListener } from '../../../infra/db/turnText.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
-import { buildGateway } from '../../../workers/gateway/app.js';
+import { buildGateway, type GatewayDeps } from '../../../workers/gateway/app.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 import type { StackAtOptions } from './stackAt.js';
 import { createTestStack, type TestStack } from './temporal.js';
@@ -34,6 +34,8 @@ export interface GatewayHarness {
     body?: unknown,
     options?: { raw?: string; headers?: Record<string, string> },
   ): Promise<HttpResult>;
+  /** Another gateway on the same database and worker, with other settings (not listening: use `inject`). */
+  another(settings: Partial<GatewayDeps>): Promise<FastifyInstance>;
   close(): Promise<void>;
 }
 
@@ -70,6 +72,8 @@ export async function startGatewayHarness(
     bodyLimit?: number;
     requestTimeoutMs?: number;
     stack?: Omit<StackAtOptions, 'address' | 'namespace' | 'db'>;
+    /** Gateway settings of the operator's (keys, limits, CORS), as workers/gateway.ts passes them from env.ts. */
+    gateway?: Pick<GatewayDeps, 'previousAdminKey' | 'docsKey' | 'corsOrigins' | 'limits'>;
   } = {},
 ): Promise<GatewayHarness> {
   const testDb = await createTestDatabase(inject('databaseUrl'));
@@ -95,6 +99,7 @@ export async function startGatewayHarness(
     defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
     ...(options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    ...options.gateway,
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const harness: GatewayHarness = {
@@ -118,6 +123,16 @@ export async function startGatewayHarness(
       return { id, key };
     },
     call: (method, path, key, body, options) => call(address, method, path, key, body, options),
+    another: (settings) =>
+      buildGateway({
+        db: testDb.db,
+        conversations: stack.client,
+        metrics: createMetrics({ defaultMetrics: false }),
+        adminKey: null,
+        cacheTtl: '5m',
+        defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
+        ...settings,
+      }),
     async close() {
       await app.close();
       await turnText.close();

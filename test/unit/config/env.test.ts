@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ENV_NAMES, type Env, EnvError, env, parseEnv } from '../../../infra/config/env.js';
+import { NO_LIMITS } from '../../../infra/config/requestLimits.js';
 
 const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -11,7 +12,11 @@ const DEFAULTS: Env = {
   DURABLE_CONTEXT_CONFIG: null,
   DURABLE_CONTEXT_DATA: resolve(CHECKOUT, '.data'),
   DURABLE_CONTEXT_ADMIN_KEY: null,
+  DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: null,
   DURABLE_CONTEXT_METRICS_KEY: null,
+  DURABLE_CONTEXT_DOCS_KEY: null,
+  DURABLE_CONTEXT_CORS_ORIGINS: [],
+  DURABLE_CONTEXT_LIMITS: NO_LIMITS,
   GATEWAY_PORT: 8080,
   GATEWAY_HOST: '127.0.0.1',
   GATEWAY_BODY_LIMIT: 1024 * 1024,
@@ -63,7 +68,11 @@ describe('parseEnv: valid values', () => {
       DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
       DURABLE_CONTEXT_DATA: '/var/lib/dc',
       DURABLE_CONTEXT_ADMIN_KEY: 'admin_abc',
+      DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_old',
       DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
+      DURABLE_CONTEXT_DOCS_KEY: 'docs_abc',
+      DURABLE_CONTEXT_CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,http://[::1]:3000',
+      DURABLE_CONTEXT_LIMITS: 'requests_per_minute=600, max_concurrent=32,key_requests_per_minute=120',
       GATEWAY_PORT: '0',
       GATEWAY_HOST: '::',
       GATEWAY_BODY_LIMIT: '2048',
@@ -80,7 +89,11 @@ describe('parseEnv: valid values', () => {
       DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
       DURABLE_CONTEXT_DATA: '/var/lib/dc',
       DURABLE_CONTEXT_ADMIN_KEY: 'admin_abc',
+      DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_old',
       DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
+      DURABLE_CONTEXT_DOCS_KEY: 'docs_abc',
+      DURABLE_CONTEXT_CORS_ORIGINS: ['https://app.example.com', 'http://localhost:5173', 'http://[::1]:3000'],
+      DURABLE_CONTEXT_LIMITS: { ...NO_LIMITS, requestsPerMinute: 600, maxConcurrent: 32, keyRequestsPerMinute: 120 },
       GATEWAY_PORT: 0,
       GATEWAY_HOST: '::',
       GATEWAY_BODY_LIMIT: 2048,
@@ -141,6 +154,25 @@ describe('parseEnv: a bad value names the variable and the expectation', () => {
     ['DATABASE_URL', 'localhost', 'a postgres:// or postgresql:// URL'],
     ['DURABLE_CONTEXT_ADMIN_KEY', 'two words', 'a key without whitespace'],
     ['DURABLE_CONTEXT_METRICS_KEY', 'key\n', 'a key without whitespace'],
+    ['DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS', 'old key', 'a key without whitespace'],
+    ['DURABLE_CONTEXT_DOCS_KEY', 'docs key', 'a key without whitespace'],
+    ...['requests_per_minute=0', 'rate=5', 'burst=2,burst=3', 'max_concurrent=x', 'burst=9999999999'].map(
+      (limits) =>
+        [
+          'DURABLE_CONTEXT_LIMITS',
+          limits,
+          'comma-separated key=integer ≥ 1 pairs of requests_per_minute, burst, max_concurrent, ' +
+            'key_requests_per_minute, key_burst',
+        ] as [string, string, string],
+    ),
+    ...['https://app.example.com/', 'app.example.com', 'https://a.example.com,', 'ftp://x'].map(
+      (origins) =>
+        ['DURABLE_CONTEXT_CORS_ORIGINS', origins, 'comma-separated origins (http(s)://host[:port], no path) or *'] as [
+          string,
+          string,
+          string,
+        ],
+    ),
     ['DCTX_URL', '127.0.0.1:8080', 'an http:// or https:// URL'],
     ['DCTX_KEY', 'dctx abc', 'a tenant API key without whitespace'],
     ['DCTX_DEBUG', 'maybe', '1, true, yes, on, 0, false, no or off'],
@@ -158,6 +190,20 @@ describe('parseEnv: a bad value names the variable and the expectation', () => {
       'Invalid environment: GATEWAY_PORT: expected an integer port 0–65535 (0: a free port), got "80a"',
       'Invalid environment: TEMPORAL_PORT: expected an integer port 0–65535 (0: a free port), got "x"',
     ]);
+  });
+});
+
+describe('parseEnv: rules between variables', () => {
+  it('the previous admin key needs the new one, and must differ from it', () => {
+    const alone = envError({ DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_old' });
+    expect(alone.variables).toEqual(['DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS']);
+    expect(alone.message).toBe(
+      'Invalid environment: DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: set without DURABLE_CONTEXT_ADMIN_KEY (the new admin key)',
+    );
+    const same = envError({ DURABLE_CONTEXT_ADMIN_KEY: 'admin_x', DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_x' });
+    expect(same.message).toBe(
+      'Invalid environment: DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: the same key as DURABLE_CONTEXT_ADMIN_KEY',
+    );
   });
 });
 

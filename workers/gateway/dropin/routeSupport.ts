@@ -3,19 +3,16 @@
 // else as the gateway's error handler classifies it, with the request field it names), and the error handler that
 // writes the dialect's body with the status and Retry-After.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
 import type { CacheTtl } from '../../../engine/index.js';
-import type { Database } from '../../../infra/db/schema.js';
 import type { ProvidersConfig } from '../../../infra/llm/providers.js';
 import { UpstreamHttpError, UpstreamUnavailableError } from '../../../infra/llm/upstreamErrors.js';
+import type { TenantRouteGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { classify } from '../errors.js';
 import { DropinRequestError } from './conversationFlow.js';
 import type { DropinDeps } from './upstream.js';
 
-export interface DropinRouteDeps {
-  db: Kysely<Database>;
-  readDb?: Kysely<Database>;
+export interface DropinRouteDeps extends TenantRouteGate {
   conversations: Conversations;
   providers?: ProvidersConfig | null;
   cacheTtl: CacheTtl | null;

@@ -13,7 +13,7 @@ import {
   TokenCountResponse,
 } from '../../../contracts/http/anthropicMessages.js';
 import type { MessagesBody as PassthroughBody } from '../../../infra/llm/anthropicPassthrough.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, tenantGate } from '../auth.js';
 import { AnthropicMessages } from '../dropin/anthropicMessages.js';
 import { type DropinError, type DropinRouteDeps, dropinDeps, dropinErrorHandler } from '../dropin/routeSupport.js';
 import { asEventStream } from '../sse.js';
@@ -34,12 +34,13 @@ const ERROR_TYPES: Readonly<Record<number, string>> = {
 const ERROR_MEANINGS: Readonly<Record<number, string>> = {
   400: 'the request is malformed (the message names the field); nothing is stored',
   401: 'missing or unknown tenant key',
+  403: 'a read-only key: this route needs scope full',
   404: 'unknown model (also passed on from the provider)',
   409: 'the conversation refused the history',
   413: 'the request body is too large',
   415: 'the body is not JSON in UTF-8',
   422: 'the provider cannot be used (no API key configured)',
-  429: 'the provider’s rate limit, passed on with its retry-after',
+  429: 'over a request limit of the tenant or the key, or the provider’s rate limit passed on; with retry-after',
   500: 'the provider’s own server error, passed on',
   503: 'the database, Temporal or the provider is unavailable: retry after Retry-After',
   529: 'the provider is overloaded, passed on',
@@ -58,7 +59,7 @@ function anthropicError(error: DropinError): AnthropicErrorBody {
 export function anthropicMessagesRoutes(deps: DropinRouteDeps): FastifyPluginAsyncTypebox {
   const service = new AnthropicMessages(dropinDeps(deps));
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db);
+    requireTenant(app, tenantGate(deps));
     app.setErrorHandler(dropinErrorHandler(anthropicError));
     app.post(
       '/v1/messages',

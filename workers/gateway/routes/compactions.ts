@@ -1,8 +1,7 @@
 // Compaction routes (tenant key): list by status, replay one (SPEC §13.7). Schemas: contracts/http/compactions.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
 import { notReplayableReason } from '../../../contracts/compactionActivities.js';
-import { errorResponses } from '../../../contracts/http/common.js';
+import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import {
   CompactionList,
   CompactionParams,
@@ -11,18 +10,13 @@ import {
   ReplayResult,
 } from '../../../contracts/http/compactions.js';
 import { getCompaction, listCompactions } from '../../../infra/db/compactions.js';
-import type { Database } from '../../../infra/db/schema.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { HttpError, notFound } from '../errors.js';
 
-export function compactionRoutes(deps: {
-  db: Kysely<Database>;
-  readDb?: Kysely<Database>;
-  conversations: Conversations;
-}): FastifyPluginAsyncTypebox {
+export function compactionRoutes(deps: TenantRouteGate & { conversations: Conversations }): FastifyPluginAsyncTypebox {
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db, deps.conversations.pendingWrites);
+    requireTenant(app, tenantGate(deps, deps.conversations.pendingWrites));
 
     app.get(
       '/v1/compactions',
@@ -31,7 +25,7 @@ export function compactionRoutes(deps: {
           tags: ['compactions'],
           summary: 'List compactions, newest first; status is a comma-separated filter (e.g. fallback,failed,aborted)',
           querystring: ListCompactionsQuery,
-          response: { 200: CompactionList, ...errorResponses(400, 401, 500, 503) },
+          response: { 200: CompactionList, ...errorResponses(...TENANT_READ_ERRORS) },
         },
       },
       async (request) => {
@@ -82,7 +76,7 @@ export function compactionRoutes(deps: {
             'Replay a compaction that used the fallback summary with the current summarizer (SPEC §13.7); an ' +
             'aborted or failed one committed nothing and is refused with 409',
           params: CompactionParams,
-          response: { 200: ReplayResult, ...errorResponses(400, 401, 404, 409, 413, 415, 422, 500, 502, 503) },
+          response: { 200: ReplayResult, ...errorResponses(...TENANT_WRITE_ERRORS, 404, 409, 422, 502) },
         },
       },
       async (request) => {

@@ -4,9 +4,8 @@
 // Schemas: contracts/http/conversations.ts.
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
 import type { SubmitMessages } from '../../../contracts/conversation.js';
-import { errorResponses } from '../../../contracts/http/common.js';
+import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import {
   AcceptedMessages,
   CompactBody,
@@ -25,18 +24,14 @@ import {
 import { CompactionReport, PublishedStatus } from '../../../contracts/http/status.js';
 import { type CacheTtl, prepareContext } from '../../../engine/index.js';
 import { listMessages, loadTranscript, setMessagePinned } from '../../../infra/db/messages.js';
-import type { Database } from '../../../infra/db/schema.js';
 import { cachingRouteFor, type ProvidersConfig } from '../../../infra/llm/providers.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { HttpError, notFound } from '../errors.js';
 import { asEventStream } from '../sse.js';
 import { streamTurn } from '../turnStream.js';
 
-export interface ConversationRouteDeps {
-  db: Kysely<Database>;
-  /** The read pool (GatewayDeps.readDb). */
-  readDb?: Kysely<Database>;
+export interface ConversationRouteDeps extends TenantRouteGate {
   conversations: Conversations;
   cacheTtl: CacheTtl | null;
   /** config.yaml `providers:` (their caching routes decide the markers of the prepared context); null: none. */
@@ -44,15 +39,14 @@ export interface ConversationRouteDeps {
   defaultModel: { model: string; provider: string | null; contextLength: number | null };
 }
 
-/** Every tenant route: bad input, no or a wrong key, an outage, a fault; routes with a body add 413 and 415. */
-const readErrors = [400, 401, 500, 503] as const;
-const writeErrors = [...readErrors, 413, 415] as const;
+const readErrors = TENANT_READ_ERRORS;
+const writeErrors = TENANT_WRITE_ERRORS;
 
 export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAsyncTypebox {
   const { conversations } = deps;
 
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db, deps.conversations.pendingWrites);
+    requireTenant(app, tenantGate(deps, deps.conversations.pendingWrites));
 
     app.post(
       '/v1/conversations',

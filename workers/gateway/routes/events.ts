@@ -6,17 +6,15 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
-import { errorResponses } from '../../../contracts/http/common.js';
+import { errorResponses, TENANT_READ_ERRORS } from '../../../contracts/http/common.js';
 import { EventStream, EventsQuery } from '../../../contracts/http/events.js';
 import { eventsAfter, type FeedEvent, newestEventId } from '../../../infra/db/events.js';
 import type { Database } from '../../../infra/db/schema.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import { InvalidRequestError } from '../errors.js';
 import { asEventStream, SSE_KEEP_ALIVE } from '../sse.js';
 
-export interface EventRouteDeps {
-  db: Kysely<Database>;
-  readDb?: Kysely<Database>;
+export interface EventRouteDeps extends TenantRouteGate {
   /** How often the feed looks for new events (ms, default 500). */
   eventPollMs?: number;
   /** How often a comment is written while quiet (ms, default 15 s). */
@@ -53,7 +51,7 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
   const pollMs = deps.eventPollMs ?? 500;
   const keepAliveMs = deps.keepAliveMs ?? 15_000;
   return async (app) => {
-    requireTenant(app, db);
+    requireTenant(app, tenantGate(deps));
 
     app.get(
       '/v1/events',
@@ -64,7 +62,7 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
             'The tenant’s events as Server-Sent Events (compaction started/completed/failed, session:compress, ' +
             'notices), resumable with Last-Event-ID, optionally one conversation’s',
           querystring: EventsQuery,
-          response: { 200: EventStream, ...errorResponses(400, 401, 500, 503) },
+          response: { 200: EventStream, ...errorResponses(...TENANT_READ_ERRORS) },
         },
       },
       async (request, reply) => {

@@ -6,25 +6,23 @@
 // Schemas: contracts/http/modelSwitch.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
-import { errorResponses } from '../../../contracts/http/common.js';
+import { errorResponses, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import { ConversationParams } from '../../../contracts/http/conversations.js';
 import { SwitchModelBody } from '../../../contracts/http/modelSwitch.js';
 import { ConversationStatusBody } from '../../../contracts/http/status.js';
 import { ContextWindowTooSmallError, resolveUsableContextLength } from '../../../engine/modelRegistry.js';
 import type { Database } from '../../../infra/db/schema.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { InvalidRequestError } from '../errors.js';
 
-export interface ModelSwitchRouteDeps {
-  db: Kysely<Database>;
-  readDb?: Kysely<Database>;
+export interface ModelSwitchRouteDeps extends TenantRouteGate {
   conversations: Conversations;
 }
 
 export function modelSwitchRoutes(deps: ModelSwitchRouteDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db, deps.conversations.pendingWrites);
+    requireTenant(app, tenantGate(deps, deps.conversations.pendingWrites));
 
     app.post(
       '/v1/conversations/:conversationId/model',
@@ -36,7 +34,7 @@ export function modelSwitchRoutes(deps: ModelSwitchRouteDeps): FastifyPluginAsyn
             'warning among the notices; a context over the new threshold compacts before the next turn',
           params: ConversationParams,
           body: SwitchModelBody,
-          response: { 200: ConversationStatusBody, ...errorResponses(400, 401, 404, 413, 415, 422, 500, 503) },
+          response: { 200: ConversationStatusBody, ...errorResponses(...TENANT_WRITE_ERRORS, 404, 422) },
         },
       },
       async (request) => {

@@ -15,25 +15,26 @@ import {
 } from '../../../contracts/http/openaiChat.js';
 import type { CompletionBody } from '../../../infra/llm/openaiPassthrough.js';
 import type { ResponsesBody as PassthroughResponsesBody } from '../../../infra/llm/responsesPassthrough.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, tenantGate } from '../auth.js';
 import { OpenAIChatCompletions } from '../dropin/openaiChat.js';
 import { OpenAIResponses } from '../dropin/openaiResponses.js';
 import { type DropinError, type DropinRouteDeps, dropinDeps, dropinErrorHandler } from '../dropin/routeSupport.js';
 import { asEventStream, sseData } from '../sse.js';
 
 /**
- * What this route can answer besides 200: refusals of the request (400, 401, 413, 415; 404, 409 and 422 from the
+ * What this route can answer besides 200: refusals of the request (400, 401, 403, 413, 415; 404, 409 and 422 from the
  * store and the provider configuration), the provider's own errors passed on (429, 5xx), outages (503).
  */
 const ERROR_MEANINGS: Readonly<Record<number, string>> = {
   400: 'the request is malformed (param names the field); nothing is stored',
   401: 'missing or unknown tenant key',
+  403: 'a read-only key: this route stores messages and needs scope full',
   404: 'unknown model or conversation (also passed on from the provider)',
   409: 'the conversation refused the history (also passed on from the provider)',
   413: 'the request body is too large',
   415: 'the body is not JSON in UTF-8',
   422: 'the provider cannot be used (no API key configured), or refused the request',
-  429: 'the provider’s rate limit, passed on with its retry-after',
+  429: 'over a request limit of the tenant or the key, or the provider’s rate limit passed on; with retry-after',
   500: 'the provider’s own server error, passed on',
   502: 'the provider answered with a bad gateway error, passed on',
   503: 'the database, Temporal or the provider is unavailable: retry after Retry-After',
@@ -45,6 +46,7 @@ const openAIErrorResponses = Object.fromEntries(
 /** OpenAI's error `type` for a status the gateway answers itself. */
 function errorType(status: number): string {
   if (status === 429) return 'rate_limit_error';
+  if (status === 403) return 'permission_error';
   if (status >= 500) return 'api_error';
   return 'invalid_request_error';
 }
@@ -53,7 +55,13 @@ function errorType(status: number): string {
 function openAIError(error: DropinError): OpenAIErrorBody {
   const passed = error.providerBody as OpenAIErrorBody | null;
   if (passed?.error) return passed;
-  const code = error.unreachable ? 'upstream_unavailable' : error.status === 401 ? 'invalid_api_key' : null;
+  const code = error.unreachable
+    ? 'upstream_unavailable'
+    : error.status === 401
+      ? 'invalid_api_key'
+      : error.status === 429
+        ? 'rate_limit_exceeded'
+        : null;
   return { error: { message: error.message, type: errorType(error.status), param: error.param, code } };
 }
 
@@ -66,7 +74,7 @@ export function openAIChatRoutes(deps: DropinRouteDeps): FastifyPluginAsyncTypeb
   const service = new OpenAIChatCompletions(dropinDeps(deps));
   const responses = new OpenAIResponses(dropinDeps(deps));
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db);
+    requireTenant(app, tenantGate(deps));
     app.setErrorHandler(dropinErrorHandler(openAIError));
     app.post(
       '/v1/chat/completions',

@@ -1,34 +1,18 @@
 // Operations routes: liveness (no key) and Prometheus metrics (behind `metricsKey` when one is configured).
 // Schemas: contracts/http/ops.ts.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import { errorResponses } from '../../../contracts/http/common.js';
 import { Healthy, MetricsText, Unhealthy } from '../../../contracts/http/ops.js';
 import type { Database } from '../../../infra/db/schema.js';
 import type { Metrics } from '../../../infra/metrics/registry.js';
-import { HttpError } from '../errors.js';
+import { requireStaticKey } from '../staticKeys.js';
 
 export interface OpsDeps {
   db: Kysely<Database>;
   metrics: Metrics;
   /** When set, `/metrics` requires `Authorization: Bearer <metricsKey>` (401 otherwise). */
   metricsKey?: string | null;
-}
-
-const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
-
-/** 401 unless the request carries `Bearer <key>` (compared in constant time, whatever the lengths). */
-function requireMetricsKey(key: string) {
-  const expected = digest(key);
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const given = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
-    if (given === undefined || !timingSafeEqual(digest(given), expected)) {
-      reply.header('www-authenticate', 'Bearer realm="metrics"');
-      throw new HttpError(401, 'metrics key required (expected: Authorization: Bearer <metrics key>)');
-    }
-  };
 }
 
 export function opsRoutes(deps: OpsDeps): FastifyPluginAsyncTypebox {
@@ -60,7 +44,9 @@ export function opsRoutes(deps: OpsDeps): FastifyPluginAsyncTypebox {
           summary: 'Prometheus metrics (with a metrics key configured: Authorization: Bearer <metrics key>)',
           response: { 200: MetricsText, ...errorResponses(401, 500) },
         },
-        ...(deps.metricsKey ? { onRequest: requireMetricsKey(deps.metricsKey) } : {}),
+        ...(deps.metricsKey
+          ? { onRequest: requireStaticKey(deps.metricsKey, { realm: 'metrics', what: 'metrics' }) }
+          : {}),
       },
       async (_request, reply) => {
         const body = await deps.metrics.registry.metrics();

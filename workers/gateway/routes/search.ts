@@ -3,14 +3,12 @@
 // Both take the same options and the same query limit; a query SPEC §14.3 would cut is cut at 2,048 characters.
 // Schemas: contracts/http/search.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
-import { errorResponses } from '../../../contracts/http/common.js';
+import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import { SearchBody, SearchQuery, SearchResults } from '../../../contracts/http/search.js';
 import { routeQuery } from '../../../engine/search/query.js';
-import type { Database } from '../../../infra/db/schema.js';
 import { searchMessages } from '../../../infra/db/search/index.js';
 import type { Metrics } from '../../../infra/metrics/registry.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { PendingWrites } from '../pendingWrites.js';
 
 /** Both forms of a search request: lists as comma-separated text (querystring) or as arrays (JSON body). */
@@ -26,12 +24,9 @@ const list = (v: string | string[] | undefined) =>
           .filter(Boolean)
       : undefined;
 
-export function searchRoutes(deps: {
-  db: Kysely<Database>;
-  readDb?: Kysely<Database>;
-  metrics: Metrics;
-  conversations: { pendingWrites: PendingWrites };
-}): FastifyPluginAsyncTypebox {
+export function searchRoutes(
+  deps: TenantRouteGate & { metrics: Metrics; conversations: { pendingWrites: PendingWrites } },
+): FastifyPluginAsyncTypebox {
   async function run(tenantId: string, q: SearchRequest) {
     const end = deps.metrics.searchDuration.startTimer({ path: routeQuery(q.q) });
     try {
@@ -54,7 +49,7 @@ export function searchRoutes(deps: {
   }
 
   return async (app) => {
-    requireTenant(app, deps.readDb ?? deps.db, deps.conversations.pendingWrites);
+    requireTenant(app, tenantGate(deps, deps.conversations.pendingWrites));
     const summary =
       'Search the tenant’s messages (Latin via tsvector, CJK via trigram/bigram + LIKE), archived included';
     app.get(
@@ -64,7 +59,7 @@ export function searchRoutes(deps: {
           tags: ['search'],
           summary,
           querystring: SearchQuery,
-          response: { 200: SearchResults, ...errorResponses(400, 401, 500, 503) },
+          response: { 200: SearchResults, ...errorResponses(...TENANT_READ_ERRORS) },
         },
       },
       async (request) => run(request.tenantId, request.query),
@@ -76,8 +71,10 @@ export function searchRoutes(deps: {
           tags: ['search'],
           summary: `${summary}; the query in a JSON body (for long queries)`,
           body: SearchBody,
-          response: { 200: SearchResults, ...errorResponses(400, 401, 413, 415, 500, 503) },
+          response: { 200: SearchResults, ...errorResponses(...TENANT_WRITE_ERRORS) },
         },
+        // Stores nothing: a read-only key may search this way too.
+        config: { readOnly: true },
       },
       async (request) => run(request.tenantId, request.body),
     );

@@ -6,7 +6,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
-import { errorResponses } from '../../../contracts/http/common.js';
+import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import {
   CreatedWebhook,
   CreateWebhookBody,
@@ -17,13 +17,11 @@ import {
 } from '../../../contracts/http/webhooks.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks } from '../../../infra/db/webhooks.js';
-import { requireTenant } from '../auth.js';
+import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { notFound } from '../errors.js';
 
-export interface WebhookRouteDeps {
-  db: Kysely<Database>;
-  readDb?: Kysely<Database>;
+export interface WebhookRouteDeps extends TenantRouteGate {
   conversations: Conversations;
 }
 
@@ -35,7 +33,7 @@ const DeliveriesQuery = Type.Object(
 export function webhookRoutes(deps: WebhookRouteDeps): FastifyPluginAsyncTypebox {
   const readDb = deps.readDb ?? deps.db;
   return async (app) => {
-    requireTenant(app, readDb);
+    requireTenant(app, tenantGate(deps));
 
     app.post(
       '/v1/webhooks',
@@ -44,7 +42,7 @@ export function webhookRoutes(deps: WebhookRouteDeps): FastifyPluginAsyncTypebox
           tags: ['events'],
           summary: 'Register a webhook endpoint: the tenant’s events from now on, signed (HMAC-SHA256), retried',
           body: CreateWebhookBody,
-          response: { 201: CreatedWebhook, ...errorResponses(400, 401, 413, 415, 500, 503) },
+          response: { 201: CreatedWebhook, ...errorResponses(...TENANT_WRITE_ERRORS) },
         },
       },
       async (request, reply) => {
@@ -71,7 +69,7 @@ export function webhookRoutes(deps: WebhookRouteDeps): FastifyPluginAsyncTypebox
         schema: {
           tags: ['events'],
           summary: 'The tenant’s webhook endpoints (never their secrets)',
-          response: { 200: WebhookList, ...errorResponses(400, 401, 500, 503) },
+          response: { 200: WebhookList, ...errorResponses(...TENANT_READ_ERRORS) },
         },
       },
       async (request) => ({ webhooks: await listWebhooks(readDb, request.tenantId) }),
@@ -84,7 +82,7 @@ export function webhookRoutes(deps: WebhookRouteDeps): FastifyPluginAsyncTypebox
           tags: ['events'],
           summary: 'Delete a webhook endpoint: no event is sent to it any more',
           params: WebhookParams,
-          response: { 200: DeletedWebhook, ...errorResponses(400, 401, 404, 500, 503) },
+          response: { 200: DeletedWebhook, ...errorResponses(...TENANT_READ_ERRORS, 404) },
         },
       },
       async (request) => {
@@ -103,7 +101,7 @@ export function webhookRoutes(deps: WebhookRouteDeps): FastifyPluginAsyncTypebox
           summary: 'An endpoint’s deliveries, newest event first: status, attempts, its last answer',
           params: WebhookParams,
           querystring: DeliveriesQuery,
-          response: { 200: DeliveryList, ...errorResponses(400, 401, 500, 503) },
+          response: { 200: DeliveryList, ...errorResponses(...TENANT_READ_ERRORS) },
         },
       },
       async (request) => ({

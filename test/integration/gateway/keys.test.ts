@@ -1,0 +1,224 @@
+// Tenant keys and the admin key (issue #14 §4), on the real gateway: listing never shows a key; a read key uses the
+// routes that store nothing and gets 403 naming its scope elsewhere; a revoked key is refused at once on every route
+// (the key is looked up on every request: no cache); a rotation keeps the old key for the overlap asked for; the
+// previous admin key works beside the new one while the admin key is rotated.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../../../infra/db/apiKeys.js';
+import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
+import { keyed } from '../workflows/transcript.js';
+
+const PREVIOUS_ADMIN_KEY = `admin-previous-${randomUUID()}`;
+let gw: GatewayHarness;
+
+beforeAll(async () => {
+  gw = await startGatewayHarness({ gateway: { previousAdminKey: PREVIOUS_ADMIN_KEY } });
+});
+afterAll(async () => {
+  await gw?.close();
+});
+
+const admin = (method: string, path: string, body?: unknown) => gw.call(method, path, gw.adminKey, body);
+
+/** A tenant with a conversation holding one (quiet) user message, written with a full key. */
+async function seeded(): Promise<{ id: string; key: string; conversationId: string }> {
+  const tenant = await gw.tenant();
+  const conversationId = `c-${randomUUID().slice(0, 8)}`;
+  expect((await gw.call('POST', '/v1/conversations', tenant.key, { conversationId })).status).toBe(201);
+  const messages = keyed([{ role: 'user', content: 'the rollout of kubectl' }], 'seed');
+  expect((await gw.call('POST', `/v1/conversations/${conversationId}/messages`, tenant.key, { messages })).status).toBe(
+    202,
+  );
+  return { ...tenant, conversationId };
+}
+
+/** Every tenant route with a body it accepts: the answer to a key that may not use it comes before the handler. */
+function everyRoute(conversationId: string): Array<[string, string, unknown?]> {
+  const conv = `/v1/conversations/${conversationId}`;
+  return [
+    ['GET', `${conv}/status`],
+    ['GET', `${conv}/messages?archived=true`],
+    ['GET', `${conv}/context`],
+    ['GET', '/v1/search?q=rollout'],
+    ['POST', '/v1/search', { q: 'rollout' }],
+    ['GET', '/v1/compactions'],
+    ['POST', '/v1/conversations', {}],
+    ['POST', `${conv}/messages`, { messages: keyed([{ role: 'user', content: 'more' }], 'more') }],
+    ['POST', `${conv}/compact`, {}],
+    ['PUT', `${conv}/messages/1/pin`],
+    ['DELETE', `${conv}/messages/1/pin`],
+    ['POST', `/v1/compactions/${randomUUID()}/replay`],
+    ['POST', '/v1/chat/completions', { model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }],
+    ['POST', '/v1/responses', { model: 'gpt-test', input: 'hi' }],
+    ['POST', '/v1/messages', { model: 'claude-x', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }],
+    ['POST', '/v1/messages/count_tokens', { model: 'claude-x', messages: [{ role: 'user', content: 'hi' }] }],
+  ];
+}
+const READ_ROUTES = 6;
+
+describe('admin: keys of a tenant', () => {
+  it('issues a key with a label and scope, and lists keys without the key or its hash', async () => {
+    const tenant = await gw.tenant();
+    const issued = await admin('POST', `/v1/tenants/${tenant.id}/keys`, { label: 'dashboards', scope: 'read' });
+    expect(issued.status).toBe(201);
+    expect(issued.json).toMatchObject({ tenantId: tenant.id, label: 'dashboards', scope: 'read' });
+    const listed = await admin('GET', `/v1/tenants/${tenant.id}/keys`);
+    expect(listed.status).toBe(200);
+    expect(listed.json.keys).toEqual([
+      {
+        id: expect.any(String),
+        label: null,
+        scope: 'full',
+        createdAt: expect.any(String),
+        revokedAt: null,
+        replaces: null,
+      },
+      {
+        id: issued.json.id,
+        label: 'dashboards',
+        scope: 'read',
+        createdAt: expect.any(String),
+        revokedAt: null,
+        replaces: null,
+      },
+    ]);
+    for (const secret of [tenant.key, issued.json.key, hashApiKey(tenant.key), hashApiKey(issued.json.key)]) {
+      expect(listed.text).not.toContain(secret);
+    }
+  });
+
+  it('refuses a bad scope, an unknown tenant, a tenant key and no key', async () => {
+    const tenant = await gw.tenant();
+    const bad = await admin('POST', `/v1/tenants/${tenant.id}/keys`, { scope: 'write' });
+    expect(bad.status).toBe(400);
+    expect(bad.json.message).toContain('body.scope');
+    expect((await admin('GET', '/v1/tenants/nobody-here/keys')).status).toBe(404);
+    expect((await gw.call('GET', `/v1/tenants/${tenant.id}/keys`, tenant.key)).status).toBe(403);
+    expect((await gw.call('GET', `/v1/tenants/${tenant.id}/keys`, null)).status).toBe(401);
+  });
+
+  it('a tenant’s key cannot be revoked or rotated under another tenant', async () => {
+    const a = await gw.tenant();
+    const b = await gw.tenant();
+    const [aKey] = (await admin('GET', `/v1/tenants/${a.id}/keys`)).json.keys;
+    expect((await admin('POST', `/v1/tenants/${b.id}/keys/${aKey.id}/revoke`, {})).status).toBe(404);
+    expect((await admin('POST', `/v1/tenants/${b.id}/keys/${aKey.id}/rotate`, {})).status).toBe(404);
+    expect((await gw.call('GET', '/v1/compactions', a.key)).status).toBe(200);
+  });
+});
+
+describe('read-only keys', () => {
+  it('use the routes that store nothing; every other route answers 403 naming the scope', async () => {
+    const { id, conversationId } = await seeded();
+    const read = (await admin('POST', `/v1/tenants/${id}/keys`, { scope: 'read' })).json.key as string;
+    const routes = everyRoute(conversationId);
+    for (const [method, path, body] of routes.slice(0, READ_ROUTES)) {
+      const answer = await gw.call(method, path, read, body);
+      expect(answer.status, `${method} ${path}`).toBe(200);
+    }
+    const transcript = await gw.call('GET', `/v1/conversations/${conversationId}/messages`, read);
+    expect(transcript.json.messages.map((m: { message: { content: string } }) => m.message.content)).toEqual([
+      'the rollout of kubectl',
+    ]);
+    expect((await gw.call('GET', '/v1/search?q=rollout', read)).json.results).toHaveLength(1);
+    for (const [method, path, body] of routes.slice(READ_ROUTES)) {
+      const answer = await gw.call(method, path, read, body);
+      expect(answer.status, `${method} ${path}`).toBe(403);
+      expect(answer.text, `${method} ${path}`).toContain("scope 'read'");
+    }
+    // Nothing was stored by the refused writes.
+    expect((await gw.call('GET', `/v1/conversations/${conversationId}/messages`, read)).json.messages).toHaveLength(1);
+    // The drop-in routes refuse in their dialects.
+    const chat = await gw.call('POST', '/v1/chat/completions', read, routes[12]![2]);
+    expect(chat.json.error).toMatchObject({ type: 'permission_error' });
+    const claude = await gw.call('POST', '/v1/messages', read, routes[14]![2]);
+    expect(claude.json).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
+  });
+});
+
+describe('revocation', () => {
+  it('a revoked key gets 401 at once on every route, the tenant’s other keys keep working', async () => {
+    const { id, key, conversationId } = await seeded();
+    const other = (await admin('POST', `/v1/tenants/${id}/keys`, { label: 'other' })).json.key as string;
+    const [first] = (await admin('GET', `/v1/tenants/${id}/keys`)).json.keys;
+    expect((await gw.call('GET', `/v1/conversations/${conversationId}/status`, key)).status).toBe(200);
+    const revoked = await admin('POST', `/v1/tenants/${id}/keys/${first.id}/revoke`, {});
+    expect(revoked.status).toBe(200);
+    expect(Date.parse(revoked.json.revokedAt)).toBeLessThanOrEqual(Date.now() + 1_000);
+    for (const [method, path, body] of everyRoute(conversationId)) {
+      const answer = await gw.call(method, path, key, body);
+      expect(answer.status, `${method} ${path}`).toBe(401);
+      const asApiKey = await gw.call(method, path, null, body, { headers: { 'x-api-key': key } });
+      expect(asApiKey.status, `${method} ${path} (x-api-key)`).toBe(401);
+    }
+    expect((await gw.call('GET', `/v1/conversations/${conversationId}/status`, other)).status).toBe(200);
+    // Revoking again keeps the first time; an unknown key is 404.
+    const again = await admin('POST', `/v1/tenants/${id}/keys/${first.id}/revoke`, { afterSeconds: 600 });
+    expect(again.json.revokedAt).toBe(revoked.json.revokedAt);
+    expect((await admin('POST', `/v1/tenants/${id}/keys/0123456789abcdef/revoke`, {})).status).toBe(404);
+  });
+
+  it('a revocation afterSeconds from now leaves the key working until then', async () => {
+    const { id, key } = await seeded();
+    const [first] = (await admin('GET', `/v1/tenants/${id}/keys`)).json.keys;
+    const later = await admin('POST', `/v1/tenants/${id}/keys/${first.id}/revoke`, { afterSeconds: 3600 });
+    expect(Date.parse(later.json.revokedAt)).toBeGreaterThan(Date.now() + 3_000_000);
+    expect((await gw.call('GET', '/v1/compactions', key)).status).toBe(200);
+    // Brought forward to now (no body: at once).
+    expect((await admin('POST', `/v1/tenants/${id}/keys/${first.id}/revoke`)).status).toBe(200);
+    expect((await gw.call('GET', '/v1/compactions', key)).status).toBe(401);
+  });
+});
+
+describe('rotation', () => {
+  it('without overlap: a new key with the same label and scope, the old one refused at once', async () => {
+    const { id } = await seeded();
+    const old = (await admin('POST', `/v1/tenants/${id}/keys`, { label: 'ci', scope: 'read' })).json;
+    const rotated = await admin('POST', `/v1/tenants/${id}/keys/${old.id}/rotate`, {});
+    expect(rotated.status).toBe(201);
+    expect(rotated.json).toMatchObject({ tenantId: id, label: 'ci', scope: 'read', replaces: old.id });
+    expect(rotated.json.key).not.toBe(old.key);
+    expect((await gw.call('GET', '/v1/compactions', old.key)).status).toBe(401);
+    expect((await gw.call('GET', '/v1/compactions', rotated.json.key)).status).toBe(200);
+    expect((await gw.call('POST', '/v1/conversations', rotated.json.key, {})).status).toBe(403);
+    const again = await admin('POST', `/v1/tenants/${id}/keys/${old.id}/rotate`, {});
+    expect(again.status).toBe(409);
+    expect(again.json.message).toContain('is revoked');
+  });
+
+  it('with overlapSeconds: both keys work until the old one is revoked', async () => {
+    const { id, key, conversationId } = await seeded();
+    const [first] = (await admin('GET', `/v1/tenants/${id}/keys`)).json.keys;
+    const rotated = await admin('POST', `/v1/tenants/${id}/keys/${first.id}/rotate`, { overlapSeconds: 3600 });
+    expect(Date.parse(rotated.json.replacedKeyRevokedAt)).toBeGreaterThan(Date.now() + 3_000_000);
+    const status = `/v1/conversations/${conversationId}/status`;
+    expect((await gw.call('GET', status, key)).status).toBe(200);
+    expect((await gw.call('GET', status, rotated.json.key)).status).toBe(200);
+    const listed = (await admin('GET', `/v1/tenants/${id}/keys`)).json.keys;
+    expect(listed).toEqual([
+      expect.objectContaining({ id: first.id, revokedAt: rotated.json.replacedKeyRevokedAt, replaces: null }),
+      expect.objectContaining({ id: rotated.json.id, revokedAt: null, replaces: first.id }),
+    ]);
+    await admin('POST', `/v1/tenants/${id}/keys/${first.id}/revoke`, {});
+    expect((await gw.call('GET', status, key)).status).toBe(401);
+    expect((await gw.call('GET', status, rotated.json.key)).status).toBe(200);
+  });
+
+  it('refuses an overlap out of range, naming the field', async () => {
+    const { id } = await seeded();
+    const [first] = (await admin('GET', `/v1/tenants/${id}/keys`)).json.keys;
+    const bad = await admin('POST', `/v1/tenants/${id}/keys/${first.id}/rotate`, { overlapSeconds: -1 });
+    expect(bad.status).toBe(400);
+    expect(bad.json.message).toContain('body.overlapSeconds');
+  });
+});
+
+describe('admin key rotation', () => {
+  it('the previous admin key works beside the new one; any other key is refused', async () => {
+    const id = `t-${randomUUID().slice(0, 8)}`;
+    expect((await gw.call('POST', '/v1/tenants', PREVIOUS_ADMIN_KEY, { id })).status).toBe(201);
+    expect((await gw.call('GET', `/v1/tenants/${id}/keys`, gw.adminKey)).status).toBe(200);
+    expect((await gw.call('GET', `/v1/tenants/${id}/keys`, PREVIOUS_ADMIN_KEY)).status).toBe(200);
+    expect((await gw.call('GET', `/v1/tenants/${id}/keys`, `${PREVIOUS_ADMIN_KEY}x`)).status).toBe(403);
+  });
+});
