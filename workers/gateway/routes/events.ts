@@ -5,11 +5,9 @@
 // misses nothing and gets nothing twice. Comments keep a quiet connection open. Schemas: contracts/http/events.ts.
 import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
 import { errorResponses, TENANT_READ_ERRORS } from '../../../contracts/http/common.js';
 import { EventStream, EventsQuery } from '../../../contracts/http/events.js';
 import { eventsAfter, type FeedEvent, newestEventId } from '../../../infra/db/events.js';
-import type { Database } from '../../../infra/db/schema.js';
 import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import { InvalidRequestError } from '../errors.js';
 import { asEventStream, SSE_KEEP_ALIVE } from '../sse.js';

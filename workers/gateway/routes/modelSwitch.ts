@@ -5,13 +5,11 @@
 // model's threshold compacts before the next turn (the preflight of SPEC §7.6, and the hygiene of §11 above 85 %).
 // Schemas: contracts/http/modelSwitch.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
 import { errorResponses, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import { ConversationParams } from '../../../contracts/http/conversations.js';
 import { SwitchModelBody } from '../../../contracts/http/modelSwitch.js';
 import { ConversationStatusBody } from '../../../contracts/http/status.js';
 import { ContextWindowTooSmallError, resolveUsableContextLength } from '../../../engine/modelRegistry.js';
-import type { Database } from '../../../infra/db/schema.js';
 import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { InvalidRequestError } from '../errors.js';

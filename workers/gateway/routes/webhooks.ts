@@ -4,7 +4,6 @@
 // when Temporal cannot be reached, the endpoint is not kept (503 with Retry-After; register again).
 // Schemas: contracts/http/webhooks.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
 import { errorResponses, TENANT_READ_ERRORS, TENANT_WRITE_ERRORS } from '../../../contracts/http/common.js';
 import {
@@ -15,7 +14,6 @@ import {
   WebhookList,
   WebhookParams,
 } from '../../../contracts/http/webhooks.js';
-import type { Database } from '../../../infra/db/schema.js';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks } from '../../../infra/db/webhooks.js';
 import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
