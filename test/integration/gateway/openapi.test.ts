@@ -32,6 +32,10 @@ const ROUTES: Record<string, number[]> = {
   'GET /v1/conversations/{conversationId}/context': [200, 400, 401, 404, 500, 503],
   'POST /v1/conversations/{conversationId}/compact': [200, 400, 401, 404, 413, 415, 422, 500, 502, 503],
   'GET /v1/conversations/{conversationId}/status': [200, 400, 401, 404, 500, 503],
+  'GET /v1/conversations': [200, 400, 401, 500, 503],
+  'GET /v1/conversations/{conversationId}/sessions': [200, 400, 401, 404, 500, 503],
+  'GET /v1/conversations/{conversationId}/sessions/{sessionId}/messages': [200, 400, 401, 404, 500, 503],
+  'GET /v1/conversations/{conversationId}/export': [200, 400, 401, 404, 500, 503],
   'GET /v1/compactions': [200, 400, 401, 500, 503],
   'POST /v1/compactions/{compactionId}/replay': [200, 400, 401, 404, 409, 413, 415, 422, 500, 502, 503],
   'GET /v1/search': [200, 400, 401, 500, 503],
@@ -227,6 +231,14 @@ describe('the routes answer as documented, and the schemas change nothing', () =
     const compacted = await call('POST', `/v1/conversations/${conv}/compact`, key, { focusTopic: 'rollout' });
     expect(compacted.json.status).toBe('committed'); // no summary provider: the extractive summariser (SPEC §19)
     expect((await call('GET', `/v1/conversations/${conv}/messages?archived=true`, key)).status).toBe(200);
+    // The history routes (issue #14 §6): pages, sessions, export.
+    const page = await call('GET', `/v1/conversations/${conv}/messages?limit=2`, key);
+    expect(page.json.nextCursor).toEqual(expect.any(String));
+    expect((await call('GET', `/v1/conversations?limit=1&title=x`, key)).status).toBe(200);
+    const sessions = await call('GET', `/v1/conversations/${conv}/sessions`, key);
+    const sessionPath = `/v1/conversations/${conv}/sessions/${sessions.json.currentSessionId}/messages`;
+    expect((await call('GET', `${sessionPath}?cursor=${page.json.nextCursor}`, key)).status).toBe(200);
+    expect((await call('GET', `/v1/conversations/${conv}/export`, key)).status).toBe(200);
     expect((await call('GET', `/v1/conversations/${conv}/status`, key)).json.lastCompaction).toMatchObject({
       compactionId: compacted.json.compactionId,
     });
