@@ -62,6 +62,7 @@ describe('migrations', () => {
       '0016_native_trigger',
       '0017_app_server',
       '0018_anthropic_native',
+      '0020_erasure',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -102,6 +103,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0020_erasure', 'Success'],
       ['0018_anthropic_native', 'Success'],
       ['0017_app_server', 'Success'],
       ['0016_native_trigger', 'Success'],
@@ -126,6 +128,7 @@ describe('0010 down and up again', () => {
       '0016_native_trigger',
       '0017_app_server',
       '0018_anthropic_native',
+      '0020_erasure',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -158,6 +161,7 @@ describe('0014 on conversations stored before it', () => {
       '0016_native_trigger',
       '0017_app_server',
       '0018_anthropic_native',
+      '0020_erasure',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

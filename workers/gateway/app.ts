@@ -16,6 +16,7 @@ import { adminRoutes } from './routes/admin.js';
 import { anthropicMessagesRoutes } from './routes/anthropicMessages.js';
 import { compactionRoutes } from './routes/compactions.js';
 import { conversationRoutes } from './routes/conversations.js';
+import { erasureRoutes } from './routes/erasure.js';
 import { historyRoutes } from './routes/history.js';
 import { openAIChatRoutes } from './routes/openaiChat.js';
 import { opsRoutes } from './routes/ops.js';
@@ -96,6 +97,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   await app.register(swaggerUi, { routePrefix: '/docs' });
   await app.register(opsRoutes(deps));
   await app.register(adminRoutes(deps));
+  await app.register(
+    erasureRoutes({ db: deps.db, adminKey: deps.adminKey, temporal: deps.conversations.temporal.client }),
+  );
   await app.register(conversationRoutes(deps));
   await app.register(
     historyRoutes({ readDb: deps.readDb ?? deps.db, pendingWrites: deps.conversations.pendingWrites }),

@@ -18,6 +18,7 @@ import * as m0015 from './0015_turn_replay.js';
 import * as m0016 from './0016_native_trigger.js';
 import * as m0017 from './0017_app_server.js';
 import * as m0018 from './0018_anthropic_native.js';
+import * as m0020 from './0020_erasure.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -38,6 +39,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0016_native_trigger': m0016,
   '0017_app_server': m0017,
   '0018_anthropic_native': m0018,
+  '0020_erasure': m0020,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -24,6 +24,9 @@ const ROUTES: Record<string, number[]> = {
   'POST /v1/tenants': [201, 400, 401, 403, 413, 415, 500, 503],
   'POST /v1/tenants/{tenantId}/keys': [201, 400, 401, 403, 404, 413, 415, 500, 503],
   'PUT /v1/tenants/{tenantId}/policy': [200, 400, 401, 403, 404, 413, 415, 500, 503],
+  'DELETE /v1/tenants/{tenantId}': [200, 400, 401, 403, 413, 415, 500, 503],
+  'DELETE /v1/tenants/{tenantId}/conversations/{conversationId}': [200, 400, 401, 403, 413, 415, 500, 503],
+  'GET /v1/erasures': [200, 400, 401, 403, 500, 503],
   'POST /v1/conversations': [201, 400, 401, 413, 415, 500, 503],
   'POST /v1/conversations/{conversationId}/messages': [200, 202, 400, 401, 404, 409, 413, 415, 422, 500, 502, 503],
   'GET /v1/conversations/{conversationId}/messages': [200, 400, 401, 404, 500, 503],
@@ -303,6 +306,15 @@ describe('the routes answer as documented, and the schemas change nothing', () =
         json: { type: 'error', error: { type: 'invalid_request_error' } },
       });
     }
+
+    // Erasure (issue #14 §6): a conversation of a throwaway tenant, then the tenant; the audit trail.
+    const doomed = `t-${randomUUID().slice(0, 8)}`;
+    expect((await call('POST', '/v1/tenants', adminKey, { id: doomed })).status).toBe(201);
+    const erasePath = `/v1/tenants/${doomed}/conversations/c1`;
+    expect((await call('DELETE', erasePath, adminKey, { confirm: 'c2' })).status).toBe(400);
+    expect((await call('DELETE', erasePath, adminKey, { confirm: 'c1', reason: 'walk' })).status).toBe(200);
+    expect((await call('DELETE', `/v1/tenants/${doomed}`, adminKey, { confirm: doomed })).status).toBe(200);
+    expect((await call('GET', `/v1/erasures?tenantId=${doomed}`, adminKey)).json.erasures).toHaveLength(2);
 
     expect((await call('GET', '/healthz', null)).json).toEqual({ ok: true });
     expect((await call('GET', '/metrics', null)).status).toBe(200);
