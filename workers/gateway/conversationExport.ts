@@ -36,6 +36,7 @@ export async function* exportConversation(
   db: Kysely<Database>,
   tenantId: string,
   conversation: ConversationRow,
+  pageSize = PAGE,
 ): AsyncGenerator<string> {
   const conversationId = conversation.id;
   yield line({
@@ -54,7 +55,7 @@ export async function* exportConversation(
   });
   let messages = 0;
   for (let afterId = 0, more = true; more; ) {
-    const page = await pageConversationMessages(db, tenantId, conversationId, afterId, PAGE);
+    const page = await pageConversationMessages(db, tenantId, conversationId, afterId, pageSize);
     for (const row of page.rows) {
       messages++;
       yield line({

@@ -3,6 +3,8 @@
 // their messages, message pages with a cursor (the unpaged answer unchanged), and the streamed JSONL export of a
 // compacted, rotated conversation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getConversation } from '../../../infra/db/conversations.js';
+import { exportConversation } from '../../../workers/gateway/conversationExport.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { agentTranscript, keyed } from '../workflows/transcript.js';
 
@@ -116,7 +118,7 @@ describe('sessions and messages of a rotated conversation', () => {
 
 describe('export', () => {
   it('streams every message of every session, the compactions and the sessions as JSONL', async () => {
-    const { key } = await gw.tenant({ in_place: false, protect_first_n: 1, protect_last_n: 4 });
+    const { key, id: tenantId } = await gw.tenant({ in_place: false, protect_first_n: 1, protect_last_n: 4 });
     const { conv, compactionId } = await compactedConversation(key, 'Exported');
     const res = await gw.call('GET', `/v1/conversations/${conv}/export`, key);
     expect(res.status).toBe(200);
@@ -155,6 +157,15 @@ describe('export', () => {
     for (const blob of ['plan', 'pruneResult', 'previousSummary', 'compactedRowIds', 'prune_result'])
       expect(compaction).not.toHaveProperty(blob);
     expect(lines.at(-1)).toEqual({ type: 'end', messages: messages.length, compactions: 1, sessions: 2 });
+
+    // Streamed (no length known up front), and the same lines whatever the page size of the reads.
+    expect(res.headers.get('content-length')).toBeNull();
+    expect(res.headers.get('transfer-encoding')).toBe('chunked');
+    const row = await getConversation(gw.testDb.db, tenantId, conv);
+    let paged = '';
+    for await (const text of exportConversation(gw.testDb.db, tenantId, row!, 4)) paged += text;
+    const withoutExportTime = (jsonl: string) => jsonl.replace(/"exportedAt":"[^"]+"/, '');
+    expect(withoutExportTime(paged)).toEqual(withoutExportTime(res.text));
   });
 
   it('marks archived rows of an in-place compaction with the compaction that archived them', async () => {
