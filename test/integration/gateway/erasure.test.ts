@@ -90,8 +90,16 @@ describe('erasure', () => {
     const other = await conversation(b.key, 'quokka', false);
     expect(await hits(a.key, 'wombat')).toBeGreaterThan(0);
     const ofGone = `TenantId = "${a.id}" AND ConversationId = "${gone}"`;
-    // The conversation workflow and its compaction child.
+    // The conversation workflow and its compaction child; a replay workflow of its compaction (an operator's replay
+    // carries only TenantId: found by its id's prefix), run to its end whatever it answers for a committed one.
     await expect.poll(() => visible(ofGone), { timeout: 30_000, interval: 250 }).toHaveLength(2);
+    const compactionId = (await gw.call('GET', '/v1/compactions', a.key)).json.compactions.find(
+      (c: { conversationId: string }) => c.conversationId === gone,
+    ).id as string;
+    await gw.stack.client.temporal.replayCompaction(a.id, compactionId).catch(() => undefined);
+    const replays = `TenantId = "${a.id}" AND WorkflowType = "replayCompactionWorkflow"`;
+    await expect.poll(() => visible(replays), { timeout: 30_000, interval: 250 }).toHaveLength(1);
+    expect((await visible(replays))[0]).toMatch(new RegExp(`^replay:${a.id}:${compactionId}:`));
     const sessionIds = (await gw.call('GET', `/v1/conversations/${gone}/sessions`, a.key)).json.sessions.map(
       (x: { sessionId: string }) => x.sessionId,
     );
@@ -126,7 +134,7 @@ describe('erasure', () => {
     });
     expect(erased.json.rowsDeleted.messages).toBeGreaterThan(25);
     // Temporal deletes histories asynchronously: the audit row is completed once they are gone.
-    expect((await finished(a.id, erased.json.erasureId)).workflowsDeleted).toBeGreaterThanOrEqual(2);
+    expect((await finished(a.id, erased.json.erasureId)).workflowsDeleted).toBeGreaterThanOrEqual(3);
 
     // Nothing of it is readable any more; the tenant's other conversation is as it was.
     expect(await hits(a.key, 'wombat')).toBe(0);
@@ -136,6 +144,7 @@ describe('erasure', () => {
     expect(listed.map((c: { conversationId: string }) => c.conversationId)).toEqual([kept]);
     expect(Object.values(await rowsLeft(a.id, { id: gone, sessionIds })).every((n) => n === 0)).toBe(true);
     await expect.poll(() => visible(ofGone), { timeout: 30_000, interval: 250 }).toEqual([]);
+    await expect.poll(() => visible(replays), { timeout: 30_000, interval: 250 }).toEqual([]);
     expect(await visible(`TenantId = "${a.id}" AND ConversationId = "${kept}"`)).toHaveLength(2);
     expect(await hits(a.key, 'platypus')).toBeGreaterThan(0);
     const keptAfter = (await gw.call('GET', `/v1/conversations/${kept}/export`, a.key)).text;
