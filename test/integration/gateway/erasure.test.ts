@@ -208,6 +208,30 @@ describe('erasure', () => {
     expect((await gw.call('GET', '/v1/erasures', b.key)).status).toBe(403);
   });
 
+  it('appends racing an erasure are either erased with it or refused: nothing of the conversation is left', async () => {
+    const t = await gw.tenant();
+    const conv = await conversation(t.key, 'echidna', false);
+    const sessionIds = (await gw.call('GET', `/v1/conversations/${conv}/sessions`, t.key)).json.sessions.map(
+      (x: { sessionId: string }) => x.sessionId,
+    );
+    const append = (i: number) =>
+      gw.call('POST', `/v1/conversations/${conv}/messages`, t.key, {
+        messages: keyed([{ role: 'user', content: `echidna late ${i}` }]),
+      });
+    const [erased, ...appends] = await Promise.all([
+      gw.call('DELETE', `/v1/tenants/${t.id}/conversations/${conv}`, gw.adminKey, { confirm: conv }),
+      ...Array.from({ length: 8 }, (_, i) => append(i)),
+    ]);
+    expect(erased.status).toBe(200);
+    for (const a of appends) expect([202, 404]).toContain(a.status);
+    expect(await rowsLeft(t.id, { id: conv, sessionIds })).toEqual(Object.fromEntries(TABLES.map((x) => [x, 0])));
+    expect(await hits(t.key, 'echidna')).toBe(0);
+    expect((await append(99)).status).toBe(404);
+    await finished(t.id, erased.json.erasureId);
+    const ofConv = `TenantId = "${t.id}" AND ConversationId = "${conv}"`;
+    await expect.poll(() => visible(ofConv), { timeout: 30_000, interval: 250 }).toEqual([]);
+  });
+
   it('the tenant role still cannot delete, nor read the audit trail', async () => {
     const t = await gw.tenant();
     await conversation(t.key, 'numbat', false);
