@@ -133,6 +133,7 @@ export async function deleteWorkflows(
       }
     }
     await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    if (options.signal?.aborted) break;
     const still: Execution[] = [];
     for (const e of pending) if (await exists(client, e)) still.push(e);
     pending = still;
