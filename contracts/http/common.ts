@@ -47,6 +47,16 @@ export const nullable = <T extends TSchema>(schema: T): TUnsafe<Static<T> | null
 /** An ISO 8601 date-time, as `Date.prototype.toISOString()` writes it. */
 export const isoDateTime = Type.String({ format: 'date-time' });
 
+/** Rows per page of a keyset-paged list, and the opaque cursor a previous page answered as `nextCursor`. */
+export const MAX_PAGE_LIMIT = 500;
+export const pageQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: '^[A-Za-z0-9_-]+$' })),
+};
+export const nextCursor = nullable(
+  Type.String({ description: 'Pass as `cursor` for the next page; null: this was the last page' }),
+);
+
 function withoutRequired(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(withoutRequired);
   if (schema === null || typeof schema !== 'object') return schema;

@@ -13,8 +13,10 @@ import {
   MAX_INT32,
   MAX_KEY_LENGTH,
   MESSAGE_ROLES,
+  nextCursor,
   nullable,
   openObject,
+  pageQuery,
   text,
 } from './common.js';
 import { CompactionReport, ConversationStatusBody, PublishedStatus, TurnUsage } from './status.js';
@@ -118,7 +120,14 @@ export const ContextQuery = Type.Object(
 
 export const CompactBody = Type.Object({ focusTopic: Type.Optional(text(2000)) }, { additionalProperties: false });
 
-export const MessagesQuery = Type.Object({ archived: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
+/** Without `limit` and `cursor` every row is answered (as before paging existed); with them, a page. */
+export const MessagesQuery = Type.Object(
+  {
+    archived: Type.Optional(Type.Boolean()),
+    ...pageQuery,
+  },
+  { additionalProperties: false },
+);
 
 // ---- responses ----
 
@@ -196,8 +205,12 @@ export const StoredMessage = Type.Object({
 export type StoredMessage = Static<typeof StoredMessage>;
 
 export const StoredMessages = Type.Object(
-  { sessionId: Type.String(), messages: Type.Array(StoredMessage) },
-  { description: 'The rows of the current session with their flags' },
+  {
+    sessionId: Type.String(),
+    messages: Type.Array(StoredMessage),
+    nextCursor,
+  },
+  { description: 'The rows of the session with their flags (active: position order; archived: id order)' },
 );
 export type StoredMessages = Static<typeof StoredMessages>;
 

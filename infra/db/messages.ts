@@ -52,7 +52,7 @@ type StoredRow = Pick<
 > &
   Pick<MessageStateRow, 'session_id' | 'position' | 'active' | 'compacted' | 'compaction_id'>;
 
-function rowToStored(row: StoredRow): StoredMessage {
+export function rowToStored(row: StoredRow): StoredMessage {
   return {
     id: row.id,
     sessionId: row.session_id,
@@ -80,7 +80,8 @@ export function selectWithState(tx: Kysely<Database>, tenantId: string) {
 /** The condition of the partial transcript index (migrations/0008), as a literal so the planner can match it. */
 const ACTIVE = sql<boolean>`s.active`;
 
-function selectStored(tx: Kysely<Database>, tenantId: string) {
+/** Every stored column of a message and its state (rowToStored reads them). */
+export function selectStored(tx: Kysely<Database>, tenantId: string) {
   return selectWithState(tx, tenantId).select(STORED_COLUMNS);
 }
 

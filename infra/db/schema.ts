@@ -270,7 +270,23 @@ export interface TurnsTable {
   replay: NullableJson<NativeReplay>;
 }
 
+/** The audit trail of erasures (migrations/0020): who erased what, when, how many rows; owner-only. */
+export interface ErasuresTable {
+  id: Generated<number>;
+  scope: 'conversation' | 'tenant';
+  tenant_id: string;
+  conversation_id: string | null;
+  requested_by: string;
+  reason: string | null;
+  status: ColumnType<'rows_deleted' | 'completed', 'rows_deleted' | 'completed' | undefined, 'completed'>;
+  rows_deleted: Json<Record<string, number>>;
+  workflows_deleted: Generated<number>;
+  requested_at: Timestamp;
+  completed_at: NullableTimestamp;
+}
+
 export interface Database {
+  erasures: ErasuresTable;
   turns: TurnsTable;
   api_keys: ApiKeysTable;
   tenants: TenantsTable;

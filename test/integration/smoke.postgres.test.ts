@@ -63,6 +63,7 @@ describe('migrations', () => {
       '0017_app_server',
       '0018_anthropic_native',
       '0019_key_scopes',
+      '0020_erasure',
       '0021_event_feed',
     ]);
     const second = await migrateToLatest(testDb.db);
@@ -105,6 +106,7 @@ describe('0010 down and up again', () => {
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
       ['0021_event_feed', 'Success'],
+      ['0020_erasure', 'Success'],
       ['0019_key_scopes', 'Success'],
       ['0018_anthropic_native', 'Success'],
       ['0017_app_server', 'Success'],
@@ -131,6 +133,7 @@ describe('0010 down and up again', () => {
       '0017_app_server',
       '0018_anthropic_native',
       '0019_key_scopes',
+      '0020_erasure',
       '0021_event_feed',
     ]);
     expect(await answers()).toEqual(before);
@@ -165,6 +168,7 @@ describe('0014 on conversations stored before it', () => {
       '0017_app_server',
       '0018_anthropic_native',
       '0019_key_scopes',
+      '0020_erasure',
       '0021_event_feed',
     ]);
     const rows = await testDb.db

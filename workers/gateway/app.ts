@@ -11,6 +11,7 @@ import { NO_LIMITS, type RequestLimits } from '../../infra/config/requestLimits.
 import type { Database } from '../../infra/db/schema.js';
 import type { ProvidersConfig } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
+import { adminKeysOf } from './auth.js';
 import type { Conversations } from './conversations.js';
 import { installCors } from './cors.js';
 import { errorHandler, HttpError } from './errors.js';
@@ -20,7 +21,9 @@ import { adminRoutes } from './routes/admin.js';
 import { anthropicMessagesRoutes } from './routes/anthropicMessages.js';
 import { compactionRoutes } from './routes/compactions.js';
 import { conversationRoutes } from './routes/conversations.js';
+import { erasureRoutes } from './routes/erasure.js';
 import { eventRoutes } from './routes/events.js';
+import { historyRoutes } from './routes/history.js';
 import { modelSwitchRoutes } from './routes/modelSwitch.js';
 import { openAIChatRoutes } from './routes/openaiChat.js';
 import { opsRoutes } from './routes/ops.js';
@@ -120,7 +123,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   // One limiter for every tenant route of this gateway (limits are per gateway process: limiter.ts).
   const limiter = new RequestLimiter({ onRefused: (limit) => deps.metrics.limitRefusals.inc({ limit }) });
   const tenantDeps = { ...deps, requestLimits: { limiter, defaults: deps.limits ?? NO_LIMITS } };
+  await app.register(
+    erasureRoutes({ db: deps.db, adminKeys: adminKeysOf(deps), temporal: deps.conversations.temporal.client }),
+  );
   await app.register(conversationRoutes(tenantDeps));
+  await app.register(historyRoutes({ ...tenantDeps, pendingWrites: deps.conversations.pendingWrites }));
   await app.register(modelSwitchRoutes(tenantDeps));
   await app.register(eventRoutes(tenantDeps));
   await app.register(webhookRoutes(tenantDeps));

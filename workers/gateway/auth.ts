@@ -116,6 +116,11 @@ export function requireTenant(app: FastifyInstance, gate: TenantGate): void {
   });
 }
 
+/** The admin keys a gateway accepts: the current one, and the previous one while it is rotated out. */
+export function adminKeysOf(deps: { adminKey: string | null; previousAdminKey?: string | null }): string[] {
+  return [deps.adminKey, deps.previousAdminKey].filter((key): key is string => !!key);
+}
+
 /** 403 unless the request carries one of the admin keys (the current one, and the previous one while rotating). */
 export function adminAuth(adminKeys: readonly string[]) {
   return async (request: FastifyRequest): Promise<void> => {

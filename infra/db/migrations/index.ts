@@ -19,6 +19,7 @@ import * as m0016 from './0016_native_trigger.js';
 import * as m0017 from './0017_app_server.js';
 import * as m0018 from './0018_anthropic_native.js';
 import * as m0019 from './0019_key_scopes.js';
+import * as m0020 from './0020_erasure.js';
 import * as m0021 from './0021_event_feed.js';
 
 const MIGRATIONS: Record<string, Migration> = {
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0017_app_server': m0017,
   '0018_anthropic_native': m0018,
   '0019_key_scopes': m0019,
+  '0020_erasure': m0020,
   '0021_event_feed': m0021,
 };
 

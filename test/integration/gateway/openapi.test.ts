@@ -27,6 +27,9 @@ const ROUTES: Record<string, number[]> = {
   'POST /v1/tenants/{tenantId}/keys/{keyId}/revoke': [200, 400, 401, 403, 404, 413, 415, 500, 503],
   'POST /v1/tenants/{tenantId}/keys/{keyId}/rotate': [201, 400, 401, 403, 404, 409, 413, 415, 500, 503],
   'PUT /v1/tenants/{tenantId}/policy': [200, 400, 401, 403, 404, 413, 415, 500, 503],
+  'DELETE /v1/tenants/{tenantId}': [200, 400, 401, 403, 413, 415, 500, 503],
+  'DELETE /v1/tenants/{tenantId}/conversations/{conversationId}': [200, 400, 401, 403, 413, 415, 500, 503],
+  'GET /v1/erasures': [200, 400, 401, 403, 500, 503],
   'POST /v1/conversations': [201, 400, 401, 403, 413, 415, 429, 500, 503],
   'POST /v1/conversations/{conversationId}/messages': [
     200, 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 502, 503,
@@ -37,6 +40,10 @@ const ROUTES: Record<string, number[]> = {
   'GET /v1/conversations/{conversationId}/context': [200, 400, 401, 403, 404, 429, 500, 503],
   'POST /v1/conversations/{conversationId}/compact': [200, 400, 401, 403, 404, 413, 415, 422, 429, 500, 502, 503],
   'GET /v1/conversations/{conversationId}/status': [200, 400, 401, 403, 404, 429, 500, 503],
+  'GET /v1/conversations': [200, 400, 401, 403, 429, 500, 503],
+  'GET /v1/conversations/{conversationId}/sessions': [200, 400, 401, 403, 404, 429, 500, 503],
+  'GET /v1/conversations/{conversationId}/sessions/{sessionId}/messages': [200, 400, 401, 403, 404, 429, 500, 503],
+  'GET /v1/conversations/{conversationId}/export': [200, 400, 401, 403, 404, 429, 500, 503],
   'GET /v1/compactions': [200, 400, 401, 403, 429, 500, 503],
   'POST /v1/conversations/{conversationId}/model': [200, 400, 401, 403, 404, 413, 415, 422, 429, 500, 503],
   'GET /v1/events': [200, 400, 401, 403, 429, 500, 503],
@@ -252,6 +259,14 @@ describe('the routes answer as documented, and the schemas change nothing', () =
     const compacted = await call('POST', `/v1/conversations/${conv}/compact`, key, { focusTopic: 'rollout' });
     expect(compacted.json.status).toBe('committed'); // no summary provider: the extractive summariser (SPEC §19)
     expect((await call('GET', `/v1/conversations/${conv}/messages?archived=true`, key)).status).toBe(200);
+    // The history routes (issue #14 §6): pages, sessions, export.
+    const page = await call('GET', `/v1/conversations/${conv}/messages?limit=2`, key);
+    expect(page.json.nextCursor).toEqual(expect.any(String));
+    expect((await call('GET', `/v1/conversations?limit=1&title=x`, key)).status).toBe(200);
+    const sessions = await call('GET', `/v1/conversations/${conv}/sessions`, key);
+    const sessionPath = `/v1/conversations/${conv}/sessions/${sessions.json.currentSessionId}/messages`;
+    expect((await call('GET', `${sessionPath}?cursor=${page.json.nextCursor}`, key)).status).toBe(200);
+    expect((await call('GET', `/v1/conversations/${conv}/export`, key)).status).toBe(200);
     expect((await call('GET', `/v1/conversations/${conv}/status`, key)).json.lastCompaction).toMatchObject({
       compactionId: compacted.json.compactionId,
     });
@@ -316,6 +331,15 @@ describe('the routes answer as documented, and the schemas change nothing', () =
         json: { type: 'error', error: { type: 'invalid_request_error' } },
       });
     }
+
+    // Erasure (issue #14 §6): a conversation of a throwaway tenant, then the tenant; the audit trail.
+    const doomed = `t-${randomUUID().slice(0, 8)}`;
+    expect((await call('POST', '/v1/tenants', adminKey, { id: doomed })).status).toBe(201);
+    const erasePath = `/v1/tenants/${doomed}/conversations/c1`;
+    expect((await call('DELETE', erasePath, adminKey, { confirm: 'c2' })).status).toBe(400);
+    expect((await call('DELETE', erasePath, adminKey, { confirm: 'c1', reason: 'walk' })).status).toBe(200);
+    expect((await call('DELETE', `/v1/tenants/${doomed}`, adminKey, { confirm: doomed })).status).toBe(200);
+    expect((await call('GET', `/v1/erasures?tenantId=${doomed}`, adminKey)).json.erasures).toHaveLength(2);
 
     expect((await call('GET', '/healthz', null)).json).toEqual({ ok: true });
     expect((await call('GET', '/metrics', null)).status).toBe(200);

@@ -29,7 +29,7 @@ import {
 } from '../../../infra/db/apiKeys.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { ensureTenant, getTenant, getTenantPolicy, setTenantPolicy } from '../../../infra/db/tenants.js';
-import { adminAuth } from '../auth.js';
+import { adminAuth, adminKeysOf } from '../auth.js';
 import { HttpError, notFound } from '../errors.js';
 
 /** Every admin route: a bad body, no or a wrong admin key, an outage, a fault. */
@@ -54,7 +54,7 @@ const wire = (key: StoredKey) => ({
 });
 
 export function adminRoutes(deps: AdminRouteDeps): FastifyPluginAsyncTypebox {
-  const adminKeys = [deps.adminKey, deps.previousAdminKey].filter((key): key is string => !!key);
+  const adminKeys = adminKeysOf(deps);
   const knownTenant = async (tenantId: string) => {
     if (!(await getTenant(deps.db, tenantId))) throw notFound(`unknown tenant '${tenantId}'`);
   };

@@ -23,11 +23,12 @@ import {
 } from '../../../contracts/http/conversations.js';
 import { CompactionReport, PublishedStatus } from '../../../contracts/http/status.js';
 import { type CacheTtl, prepareContext } from '../../../engine/index.js';
-import { listMessages, loadTranscript, setMessagePinned } from '../../../infra/db/messages.js';
+import { loadTranscript, setMessagePinned } from '../../../infra/db/messages.js';
 import { cachingRouteFor, type ProvidersConfig } from '../../../infra/llm/providers.js';
 import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
 import { HttpError, notFound } from '../errors.js';
+import { messagePage } from '../messagePage.js';
 import { asEventStream } from '../sse.js';
 import { streamTurn } from '../turnStream.js';
 
@@ -205,7 +206,9 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
       {
         schema: {
           tags: ['conversations'],
-          summary: 'Messages of the current session: active only, or with archived (compacted) rows',
+          summary:
+            'Messages of the current session: active only (position order), or with archived (compacted) rows (id ' +
+            'order); every row, or a page with limit and cursor',
           params: ConversationParams,
           querystring: MessagesQuery,
           response: { 200: StoredMessages, ...errorResponses(...readErrors, 404) },
@@ -213,21 +216,7 @@ export function conversationRoutes(deps: ConversationRouteDeps): FastifyPluginAs
       },
       async (request) => {
         const status = await conversations.status(request.tenantId, request.params.conversationId);
-        const rows = await listMessages(deps.readDb ?? deps.db, request.tenantId, status.sessionId, {
-          includeArchived: request.query.archived === true,
-        });
-        return {
-          sessionId: status.sessionId,
-          messages: rows.map((r) => ({
-            id: r.id,
-            position: r.position,
-            active: r.active,
-            compacted: r.compacted,
-            pinned: r.pinned,
-            timestamp: r.timestamp.toISOString(),
-            message: r.message,
-          })),
-        };
+        return messagePage(deps.readDb ?? deps.db, request.tenantId, status.sessionId, request.query);
       },
     );
 
