@@ -4,7 +4,6 @@
 // workflow. Schemas: contracts/http/history.ts.
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Kysely } from 'kysely';
 import { errorResponses, TENANT_READ_ERRORS } from '../../../contracts/http/common.js';
 import { ConversationParams, MessagesQuery, StoredMessages } from '../../../contracts/http/conversations.js';
 import {
@@ -17,7 +16,7 @@ import {
 } from '../../../contracts/http/history.js';
 import { type ConversationKey, listConversations } from '../../../infra/db/conversationList.js';
 import { getConversation } from '../../../infra/db/conversations.js';
-import type { ConversationRow, Database } from '../../../infra/db/schema.js';
+import type { ConversationRow } from '../../../infra/db/schema.js';
 import { getSession, listConversationSessions } from '../../../infra/db/sessions.js';
 import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import { exportConversation, toSessionSummary } from '../conversationExport.js';
