@@ -38,6 +38,8 @@ export interface ActivityDeps {
   respondTimeoutMs?: number;
   /** The worker's Codex app-server processes (SPEC §15.2), for `codex_app_server` providers. */
   appServers?: AppServerPool | null;
+  /** Webhooks may go to loopback, private and link-local addresses (DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE). */
+  webhooksAllowPrivate?: boolean;
   /** The worker's metrics: activity durations (workers/runtime/createWorker.ts), the summary quality gate. */
   metrics?: Metrics;
 }
@@ -49,7 +51,7 @@ export function createActivities(deps: ActivityDeps) {
       ...createCompactionActivities(deps),
       ...createReplayActivities(deps),
       ...createRespondActivities({ db: deps.db, ...respondDepsFrom(deps) }),
-      ...createWebhookActivities({ db: deps.db }),
+      ...createWebhookActivities({ db: deps.db, webhooksAllowPrivate: deps.webhooksAllowPrivate ?? false }),
       ...createAppServerActivities({
         db: deps.db,
         providers: deps.providers ?? null,

@@ -12,6 +12,7 @@ import type { Kysely } from 'kysely';
 import { eventById, eventsAfter } from '../infra/db/events.js';
 import type { Database } from '../infra/db/schema.js';
 import { activeWebhook, advanceWebhook, recordDelivery } from '../infra/db/webhooks.js';
+import { webhookDestinationProblem } from '../infra/http/webhookDestination.js';
 
 export interface WebhookRef {
   tenantId: string;
@@ -27,8 +28,9 @@ export function webhookSignature(secret: string, timestamp: number, body: string
   return `t=${timestamp},v1=${mac}`;
 }
 
-export function createWebhookActivities(deps: { db: Kysely<Database> }) {
+export function createWebhookActivities(deps: { db: Kysely<Database>; webhooksAllowPrivate?: boolean }) {
   const { db } = deps;
+  const allowPrivate = deps.webhooksAllowPrivate === true;
   return {
     /** The events the endpoint has not been handed yet (oldest first); `active: false` once it was deleted. */
     async webhookBacklog(input: WebhookRef & { limit: number }): Promise<{ active: boolean; eventIds: number[] }> {
@@ -45,6 +47,9 @@ export function createWebhookActivities(deps: { db: Kysely<Database> }) {
         eventById(db, input.tenantId, input.eventId),
       ]);
       if (!webhook || !event) return { delivered: false }; // deleted meanwhile, or an event that is gone: nothing to send
+      // Checked again before every POST: the name may resolve inside the operator's networks by now.
+      const problem = await webhookDestinationProblem(webhook.url, { allowPrivate });
+      if (problem) throw ApplicationFailure.nonRetryable(`the endpoint ${problem}`, 'WebhookDestinationRefused');
       const body = JSON.stringify({
         id: event.id,
         type: event.type,

@@ -97,6 +97,7 @@ const worker = await createWorker({
   baseHostPolicy: config.hostPolicy,
   summarizer: null,
   metrics,
+  webhooksAllowPrivate: env.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE,
   ...llm,
 });
 const workerRun = worker.run();
@@ -134,6 +135,7 @@ const app = await buildGateway({
   docsKey: env.DURABLE_CONTEXT_DOCS_KEY,
   corsOrigins: env.DURABLE_CONTEXT_CORS_ORIGINS,
   limits: env.DURABLE_CONTEXT_LIMITS,
+  webhooksAllowPrivate: env.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE,
   cacheTtl: config.promptCaching.cacheTtl,
   providers: llm.providers ?? null,
   defaultModel: defaultModelFrom(config),

@@ -55,6 +55,7 @@ const app = await buildGateway({
   docsKey: env.DURABLE_CONTEXT_DOCS_KEY,
   corsOrigins: env.DURABLE_CONTEXT_CORS_ORIGINS,
   limits: env.DURABLE_CONTEXT_LIMITS,
+  webhooksAllowPrivate: env.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE,
   cacheTtl: config.promptCaching.cacheTtl,
   providers,
   defaultModel: defaultModelFrom(config),

@@ -24,6 +24,7 @@ const worker = await createWorker({
   baseConfig: config.compression,
   baseHostPolicy: config.hostPolicy,
   summarizer: null,
+  webhooksAllowPrivate: env.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE,
   ...llm,
 });
 console.log(`Worker polling task queue 'conversations' on ${env.TEMPORAL_ADDRESS}`);

@@ -4,7 +4,7 @@
 // an event whose attempts ran out is recorded as failed and the endpoint gets the next one. It looks for new events
 // every second while they come and up to every 8 seconds when quiet, ends when the endpoint is deleted, and continues
 // as new after a while so its history stays short. Deterministic: activities do the I/O (activities/webhooks.ts).
-import { ActivityFailure, continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityFailure, continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities, WebhookRef } from '../activities/webhooks.js';
 
 const store = proxyActivities<WebhookActivities>({
@@ -18,7 +18,7 @@ const delivery = proxyActivities<WebhookActivities>({
 
 /** Pause before the next look, by how many looks in a row found nothing (ms). */
 const IDLE_PAUSES_MS = [1_000, 2_000, 4_000, 8_000];
-/** Looks before continuing as new (each adds a few history events). */
+/** Looks before continuing as new (each adds a few history events); a busy run continues as new when told to. */
 const LOOKS_PER_RUN = 300;
 
 function reason(err: unknown): string {
@@ -39,6 +39,8 @@ export async function webhookDeliveryWorkflow(ref: WebhookRef): Promise<void> {
         error = reason(err);
       }
       await store.finishWebhookEvent({ ...ref, eventId, error });
+      // A full backlog is ~6 history events per event: continue as new before the history grows long.
+      if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof webhookDeliveryWorkflow>(ref);
     }
     if (backlog.eventIds.length > 0) idle = 0;
     else {

@@ -47,6 +47,16 @@ const FLAGS: Readonly<Record<string, boolean>> = Object.freeze({
   off: false,
 });
 
+/** An on/off variable. */
+const flag = (fallback: boolean): Variable<boolean> => ({
+  expected: '1, true, yes, on, 0, false, no or off',
+  schema: z
+    .string()
+    .refine((text) => Object.hasOwn(FLAGS, text.toLowerCase()))
+    .transform((text) => FLAGS[text.toLowerCase()] === true),
+  fallback,
+});
+
 /** `host`, `host:port`, `[ipv6]` or `[ipv6]:port`, as the Temporal SDK accepts it (its default port: 7233). */
 const HOST_PORT_PATTERN = /^(?:\[[0-9A-Fa-f.:]+\]|[^\s:/[\]]+)(?::(\d{1,5}))?$/;
 
@@ -95,6 +105,8 @@ const VARIABLES = {
       .transform((limits) => limits as RequestLimits),
     fallback: NO_LIMITS,
   } satisfies Variable<RequestLimits>,
+  /** Webhooks may go to loopback, private and link-local addresses (infra/http/webhookDestination.ts). */
+  DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE: flag(false),
   GATEWAY_PORT: port(8080),
   GATEWAY_HOST: {
     expected: 'a host name or IP address',
@@ -129,14 +141,7 @@ const VARIABLES = {
     fallback: 'http://127.0.0.1:8080',
   } satisfies Variable<string>,
   DCTX_KEY: token('a tenant API key without whitespace', null),
-  DCTX_DEBUG: {
-    expected: '1, true, yes, on, 0, false, no or off',
-    schema: z
-      .string()
-      .refine((text) => Object.hasOwn(FLAGS, text.toLowerCase()))
-      .transform((text) => FLAGS[text.toLowerCase()] === true),
-    fallback: false,
-  } satisfies Variable<boolean>,
+  DCTX_DEBUG: flag(false),
 };
 
 export type EnvName = keyof typeof VARIABLES;

@@ -44,6 +44,8 @@ export interface GatewayDeps {
   adminKey: string | null;
   /** The admin key being rotated out (`DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS`): valid beside `adminKey`. */
   previousAdminKey?: string | null;
+  /** Webhooks may go to loopback, private and link-local addresses (DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE). */
+  webhooksAllowPrivate?: boolean;
   /** When set, `/metrics` requires this bearer key. */
   metricsKey?: string | null;
   /** When set, `/docs` (the UI and the OpenAPI document) requires this key: bearer, or HTTP Basic's password. */

@@ -23,6 +23,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** A route that stores nothing besides GET (POST /v1/search): a `read` key may use it. */
     readOnly?: boolean;
+    /**
+     * A long-lived stream (GET /v1/events): it counts against the request rates when it opens, but holds no slot of
+     * `max_concurrent` while it stays open (a dashboard's feed must not starve the tenant's requests).
+     */
+    longLived?: boolean;
   }
 }
 
@@ -104,7 +109,7 @@ export function requireTenant(app: FastifyInstance, gate: TenantGate): void {
       const release = limits.limiter.admit(key.tenantId, key.keyId, resolveLimits(limits.defaults, key.limits));
       // The response closes once the answer is written (a stream: when it ends) or the client went away — maybe
       // already, while the key was looked up: then its 'close' event has passed.
-      if (reply.raw.closed) release();
+      if (reply.raw.closed || request.routeOptions.config.longLived === true) release();
       else reply.raw.once('close', release);
     }
     if (!after) return;

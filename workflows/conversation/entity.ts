@@ -100,6 +100,10 @@ export class ConversationEntity {
     // Also an event of the tenant's feed (issue #14 §2), stored with the next publication, once: keyed by this run
     // and the notice's number in it (a retried publication writes nothing twice).
     this.unpublishedNotices.push({ key: `notice:${workflowInfo().runId}:${++this.noticesThisRun}`, text });
+    // Publications that keep failing must not grow it (nor every later activity input): the newest are kept.
+    if (this.unpublishedNotices.length > MAX_NOTICES) {
+      this.unpublishedNotices.splice(0, this.unpublishedNotices.length - MAX_NOTICES);
+    }
   }
 
   /** Notices not yet stored as events, and how many this run has emitted. */

@@ -2,7 +2,11 @@
 //
 // - `events.conversation_id`: every event names its conversation (filled from its session when the writer gave none,
 //   old rows backfilled), so a feed can be filtered by conversation; `events_feed` serves "the tenant's events after
-//   id N" (Server-Sent Events resumed with Last-Event-ID, webhook dispatch).
+//   id N" (Server-Sent Events resumed with Last-Event-ID, webhook dispatch), `events_feed_conversation` one
+//   conversation's.
+// - A tenant's event ids follow commit order: an insert takes the tenant's transaction-level advisory lock and only
+//   then draws its id, so no event becomes visible after a later one of the same tenant (a reader that resumes after
+//   id N never skips an event that committed late).
 // - `events.dedupe_key`: an event a retried writer may write twice (a workflow notice) is written once.
 // - Compaction lifecycle events written by the database itself, in the transaction that changes the record, whoever
 //   writes it: `compaction:started` when a record is created running, `compaction:completed` when it becomes
@@ -19,12 +23,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     UPDATE events e SET conversation_id = s.conversation_id
       FROM sessions s WHERE s.tenant_id = e.tenant_id AND s.id = e.session_id`.execute(db);
   await sql`CREATE INDEX events_feed ON events (tenant_id, id)`.execute(db);
+  await sql`CREATE INDEX events_feed_conversation ON events (tenant_id, conversation_id, id)`.execute(db);
   await sql`CREATE UNIQUE INDEX events_dedupe ON events (tenant_id, dedupe_key) WHERE dedupe_key IS NOT NULL`.execute(
     db,
   );
   await sql`
-    CREATE FUNCTION dc_event_conversation() RETURNS trigger LANGUAGE plpgsql AS $$
+    CREATE FUNCTION dc_event_conversation() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = public, pg_temp AS $$
     BEGIN
+      -- Commit order per tenant: the lock is held until the writing transaction ends, the id is drawn under it.
+      PERFORM pg_advisory_xact_lock(hashtext('dc_events:' || NEW.tenant_id));
+      NEW.id := nextval(pg_get_serial_sequence('public.events', 'id'));
       IF NEW.conversation_id IS NULL AND NEW.session_id IS NOT NULL THEN
         SELECT s.conversation_id INTO NEW.conversation_id
           FROM sessions s WHERE s.tenant_id = NEW.tenant_id AND s.id = NEW.session_id;
@@ -115,6 +124,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`DROP TRIGGER IF EXISTS event_conversation ON events`.execute(db);
   await sql`DROP FUNCTION IF EXISTS dc_event_conversation()`.execute(db);
   await sql`DROP INDEX IF EXISTS events_dedupe`.execute(db);
+  await sql`DROP INDEX IF EXISTS events_feed_conversation`.execute(db);
   await sql`DROP INDEX IF EXISTS events_feed`.execute(db);
   await sql`ALTER TABLE events DROP COLUMN IF EXISTS conversation_id, DROP COLUMN IF EXISTS dedupe_key`.execute(db);
 }

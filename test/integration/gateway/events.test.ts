@@ -158,4 +158,14 @@ describe('GET /v1/events', () => {
     expect(((await bad.json()) as { message: string }).message).toContain('Last-Event-ID');
     await feed.close();
   });
+
+  it("an open feed holds no slot of max_concurrent: the tenant's other requests go on", async () => {
+    const { key } = await gw.tenant({ limits: { max_concurrent: 1 } });
+    const feed = openFeed(key);
+    const other = openFeed(key);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const listed = await gw.call('GET', '/v1/compactions', key);
+    expect(listed.status).toBe(200);
+    await Promise.all([feed.close(), other.close()]);
+  });
 });

@@ -122,4 +122,19 @@ describe('webhooks', () => {
     await until(async () => (await handle.describe()).status.name === 'COMPLETED', 30_000);
     expect((await gw.call('GET', '/v1/webhooks', key)).json.webhooks).toEqual([]);
   });
+
+  it("refuses a destination inside the operator's networks unless the operator allows it, naming the field", async () => {
+    const strict = await startGatewayHarness({ gateway: { webhooksAllowPrivate: false } });
+    try {
+      const { key } = await strict.tenant();
+      for (const url of [receiverUrl, 'http://localhost:9/x', 'http://169.254.169.254/latest/meta-data']) {
+        const refused = await strict.call('POST', '/v1/webhooks', key, { url });
+        expect(refused.status).toBe(400);
+        expect(refused.json.message).toMatch(/^body\.url resolves to \S+, a loopback, private or link-local address/);
+      }
+      expect((await strict.call('GET', '/v1/webhooks', key)).json.webhooks).toEqual([]);
+    } finally {
+      await strict.close();
+    }
+  });
 });

@@ -73,17 +73,20 @@ export async function startGatewayHarness(
     requestTimeoutMs?: number;
     stack?: Omit<StackAtOptions, 'address' | 'namespace' | 'db'>;
     /** Gateway settings of the operator's (keys, limits, CORS), as workers/gateway.ts passes them from env.ts. */
-    gateway?: Pick<GatewayDeps, 'previousAdminKey' | 'docsKey' | 'corsOrigins' | 'limits'>;
+    gateway?: Pick<GatewayDeps, 'previousAdminKey' | 'docsKey' | 'corsOrigins' | 'limits' | 'webhooksAllowPrivate'>;
   } = {},
 ): Promise<GatewayHarness> {
   const testDb = await createTestDatabase(inject('databaseUrl'));
   const metrics = createMetrics({ db: testDb.db, defaultMetrics: false });
   // As in production (workers/gateway.ts): streamed turns the worker runs are heard over LISTEN/NOTIFY.
   const turnText = new TurnTextListener(testDb.url);
+  // Webhook receivers in tests listen on loopback (infra/http/webhookDestination.ts refuses it by default).
+  const allowPrivate = options.gateway?.webhooksAllowPrivate ?? true;
   const stack = await createTestStack({
     summarizer: options.summarizer ?? null,
     metrics,
     ...options.stack,
+    activityDeps: { webhooksAllowPrivate: allowPrivate, ...options.stack?.activityDeps },
     conversations: { turnText, ...options.stack?.conversations },
     db: testDb.db,
   });
@@ -100,6 +103,7 @@ export async function startGatewayHarness(
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
     ...(options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     ...options.gateway,
+    webhooksAllowPrivate: allowPrivate,
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const harness: GatewayHarness = {

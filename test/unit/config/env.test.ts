@@ -17,6 +17,7 @@ const DEFAULTS: Env = {
   DURABLE_CONTEXT_DOCS_KEY: null,
   DURABLE_CONTEXT_CORS_ORIGINS: [],
   DURABLE_CONTEXT_LIMITS: NO_LIMITS,
+  DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE: false,
   GATEWAY_PORT: 8080,
   GATEWAY_HOST: '127.0.0.1',
   GATEWAY_BODY_LIMIT: 1024 * 1024,
@@ -83,6 +84,7 @@ describe('parseEnv: valid values', () => {
       DCTX_URL: 'https://dc.example.com/base',
       DCTX_KEY: 'dctx_abc',
       DCTX_DEBUG: 'TRUE',
+      DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE: 'on',
     });
     expect(parsed).toEqual({
       DATABASE_URL: 'postgres://durable:pw@127.0.0.1:5432/durable_context',
@@ -94,6 +96,7 @@ describe('parseEnv: valid values', () => {
       DURABLE_CONTEXT_DOCS_KEY: 'docs_abc',
       DURABLE_CONTEXT_CORS_ORIGINS: ['https://app.example.com', 'http://localhost:5173', 'http://[::1]:3000'],
       DURABLE_CONTEXT_LIMITS: { ...NO_LIMITS, requestsPerMinute: 600, maxConcurrent: 32, keyRequestsPerMinute: 120 },
+      DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE: true,
       GATEWAY_PORT: 0,
       GATEWAY_HOST: '::',
       GATEWAY_BODY_LIMIT: 2048,
@@ -128,6 +131,8 @@ describe('parseEnv: valid values', () => {
     ['off', false],
   ])('DCTX_DEBUG %s → %s', (text, flag) => {
     expect(parseEnv({ DCTX_DEBUG: text }).DCTX_DEBUG).toBe(flag);
+    const webhooks = parseEnv({ DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE: text });
+    expect(webhooks.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE).toBe(flag);
   });
 
   it('accepts postgresql:// as well', () => {

@@ -54,6 +54,7 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/events',
       {
+        config: { longLived: true },
         schema: {
           tags: ['events'],
           summary:
@@ -78,23 +79,37 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
         const close = () => {
           open = false;
         };
-        // The response's close: the client went away (or the server is closing).
+        // The response's close: the client went away (or the server is closing) — maybe already, during the reads.
         reply.raw.on('close', close);
-        const write = (frame: string) => {
-          if (open && !out.destroyed) out.write(frame);
+        out.on('close', close);
+        if (reply.raw.closed) close();
+        /** Writes a frame; resolves once the client has taken what is buffered (a slow reader slows the loop down). */
+        const write = async (frame: string) => {
+          if (!open || out.destroyed) return;
+          if (!out.write(frame)) {
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                out.off('drain', done);
+                out.off('close', done);
+                resolve();
+              };
+              out.on('drain', done);
+              out.on('close', done);
+            });
+          }
         };
         void (async () => {
           let batch = first;
           let quietSince = Date.now();
-          write(SSE_KEEP_ALIVE);
+          await write(SSE_KEEP_ALIVE);
           while (open) {
             for (const event of batch) {
-              write(eventFrame(event));
+              await write(eventFrame(event));
               last = event.id;
             }
             if (batch.length > 0) quietSince = Date.now();
             else if (Date.now() - quietSince >= keepAliveMs) {
-              write(SSE_KEEP_ALIVE);
+              await write(SSE_KEEP_ALIVE);
               quietSince = Date.now();
             }
             if (batch.length < BATCH) await new Promise((resolve) => setTimeout(resolve, pollMs));

@@ -15,12 +15,15 @@ import {
   WebhookParams,
 } from '../../../contracts/http/webhooks.js';
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks } from '../../../infra/db/webhooks.js';
+import { webhookDestinationProblem } from '../../../infra/http/webhookDestination.js';
 import { requireTenant, type TenantRouteGate, tenantGate } from '../auth.js';
 import type { Conversations } from '../conversations.js';
-import { notFound } from '../errors.js';
+import { InvalidRequestError, notFound } from '../errors.js';
 
 export interface WebhookRouteDeps extends TenantRouteGate {
   conversations: Conversations;
+  /** Destinations inside the operator's networks are allowed (infra/http/webhookDestination.ts). */
+  webhooksAllowPrivate?: boolean;
 }
 
 const DeliveriesQuery = Type.Object(
@@ -45,6 +48,8 @@ export function webhookRoutes(deps: WebhookRouteDeps): FastifyPluginAsyncTypebox
       },
       async (request, reply) => {
         const { url, description, secret } = request.body;
+        const problem = await webhookDestinationProblem(url, { allowPrivate: deps.webhooksAllowPrivate === true });
+        if (problem) throw new InvalidRequestError(`body.url ${problem}`);
         const created = await createWebhook(deps.db, request.tenantId, {
           url,
           description: description ?? null,
