@@ -11,7 +11,7 @@ import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
-import { temporalTarget } from '../infra/temporal/connectionOptions.js';
+import { connectExplained, temporalTarget } from '../infra/temporal/connectionOptions.js';
 import { requireSearchAttributes } from '../infra/temporal/searchAttributes.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
 import { createWorker } from './runtime/createWorker.js';
@@ -21,7 +21,7 @@ const config = loadConfig();
 const temporal = temporalTarget(env);
 const db = createDb({ connectionString: await resolveDatabaseUrl(env.DATABASE_URL) });
 await migrateToLatest(db);
-const connection = await NativeConnection.connect(temporal.connection);
+const connection = await connectExplained(temporal, () => NativeConnection.connect(temporal.connection));
 try {
   await requireSearchAttributes(connection.operatorService, temporal.namespace, SEARCH_ATTRIBUTES);
 } catch (err) {

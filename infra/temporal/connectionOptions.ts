@@ -127,3 +127,42 @@ export function temporalTarget(env: TemporalEnv, readFile: ReadFile = readFileSy
     description: `${env.TEMPORAL_ADDRESS}, namespace ${env.TEMPORAL_NAMESPACE} (${how.join(', ')})`,
   };
 }
+
+/** What a failed connection most likely means, for the TLS failures whose raw text does not say it. */
+const HINTS: ReadonlyArray<{ pattern: RegExp; hint: string }> = [
+  {
+    pattern: /InvalidContentType|wrong version number|packet length too long|CorruptMessage/i,
+    hint: 'the server does not speak TLS there: check TEMPORAL_ADDRESS, or set TEMPORAL_TLS=false',
+  },
+  {
+    pattern: /UnknownIssuer|unable to (?:get|verify)|self[- ]signed|certificate verify failed/i,
+    hint: 'the server certificate is not signed by a trusted CA: set TEMPORAL_TLS_CA to its CA',
+  },
+  {
+    pattern: /NotValidForName|does not match|Hostname\/IP|altnames/i,
+    hint: 'the server certificate is not issued for this host: set TEMPORAL_TLS_SERVER_NAME to the name it carries',
+  },
+  {
+    pattern: /certificate required|CertificateRequired|handshake failure|bad certificate|BadCertificate/i,
+    hint: 'the server wants a client certificate it trusts: set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY',
+  },
+];
+
+/** Runs `connect`; a failure is rethrown naming where and how it connected, with a hint when the cause is known. */
+export async function connectExplained<T>(target: TemporalTarget, connect: () => Promise<T>): Promise<T> {
+  try {
+    return await connect();
+  } catch (err) {
+    const text = err instanceof Error ? err.message : String(err);
+    const hint =
+      HINTS.find((h) => h.pattern.test(text))?.hint ??
+      (target.connection.tls !== false && /deadline/i.test(text)
+        ? 'no TLS session came up: a plaintext server (TEMPORAL_TLS=false), an untrusted or misnamed server ' +
+          'certificate (TEMPORAL_TLS_CA, TEMPORAL_TLS_SERVER_NAME), a refused client certificate (TEMPORAL_TLS_CERT), ' +
+          'or no server at all?'
+        : null);
+    throw new Error(`Cannot connect to Temporal at ${target.description}: ${text}${hint ? ` (${hint})` : ''}`, {
+      cause: err,
+    });
+  }
+}
