@@ -2,7 +2,7 @@
 // `dctx temporal setup` and the test harness) and checks them (the worker refuses to start without them, since a
 // workflow that sets an unregistered attribute fails its tasks). Connects with the options of every other process
 // (infra/temporal/connectionOptions.ts), so that a TLS / mTLS / API-key cluster is reached the same way.
-import { Connection } from '@temporalio/client';
+import { Connection, isGrpcServiceError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 
 // CommonJS package: a default import works under plain Node ESM as well as under bundlers.
@@ -61,6 +61,12 @@ const describeConflicts = (namespace: string, check: SearchAttributeCheck) =>
     )
     .join('; ');
 
+/** gRPC codes of an operator call the cluster does not let this identity make (e.g. a namespace-scoped API key). */
+const GRPC_PERMISSION_DENIED = 7;
+const GRPC_UNIMPLEMENTED = 12;
+const isNotAllowed = (err: unknown) =>
+  isGrpcServiceError(err) && (err.code === GRPC_PERMISSION_DENIED || err.code === GRPC_UNIMPLEMENTED);
+
 /** Adds the missing attributes of `namespace`; returns what was already there and what it added. */
 export async function registerSearchAttributes(
   operator: OperatorService,
@@ -70,21 +76,41 @@ export async function registerSearchAttributes(
   const check = await checkSearchAttributes(operator, namespace, attributes);
   if (check.conflicting.length > 0) throw new SearchAttributeError(describeConflicts(namespace, check));
   if (check.missing.length > 0) {
-    await operator.addSearchAttributes({
-      namespace,
-      searchAttributes: Object.fromEntries(check.missing.map((a) => [a.name, TYPE_CODES[a.type]])),
-    });
+    try {
+      await operator.addSearchAttributes({
+        namespace,
+        searchAttributes: Object.fromEntries(check.missing.map((a) => [a.name, TYPE_CODES[a.type]])),
+      });
+    } catch (err) {
+      if (!isNotAllowed(err)) throw err;
+      throw new SearchAttributeError(
+        `this identity may not add search attributes to namespace ${namespace} (${(err as Error).message}); ` +
+          `add them where the namespace is administered (on Temporal Cloud: its console or \`tcld\`): ` +
+          check.missing.map((a) => `${a.name} (${a.type})`).join(', '),
+      );
+    }
   }
   return { added: check.missing, present: check.present };
 }
 
-/** Throws naming what is missing or mistyped, and how to fix it; the worker calls it before it polls. */
+/**
+ * Throws naming what is missing or mistyped, and how to fix it; the worker calls it before it polls. A cluster that
+ * does not let this identity list them is not a reason to stop: `warn` says the check was skipped.
+ */
 export async function requireSearchAttributes(
   operator: OperatorService,
   namespace: string,
   attributes: readonly SearchAttributeSpec[],
+  warn: (message: string) => void = console.warn,
 ): Promise<void> {
-  const check = await checkSearchAttributes(operator, namespace, attributes);
+  let check: SearchAttributeCheck;
+  try {
+    check = await checkSearchAttributes(operator, namespace, attributes);
+  } catch (err) {
+    if (!isNotAllowed(err)) throw err;
+    warn(`Search attributes of namespace ${namespace} not checked: ${(err as Error).message}`);
+    return;
+  }
   if (check.conflicting.length > 0) throw new SearchAttributeError(describeConflicts(namespace, check));
   if (check.missing.length > 0) {
     throw new SearchAttributeError(
