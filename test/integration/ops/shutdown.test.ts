@@ -1,7 +1,7 @@
 // Graceful shutdown of the standalone entry points (issue #9 §9), as an operator's SIGTERM reaches them: the real
-// `workers/gateway.ts` and `workers/worker.ts` run as child processes on the run's Temporal dev server and a
-// database of their own. The summaries come from an OpenAI-compatible endpoint on loopback whose answers wait until
-// the test releases them, so a compaction (and everything queued behind it) is in flight exactly when the signal
+// `workers/gateway.ts` and `workers/worker.ts` run as child processes on the run's Temporal dev server, in a namespace
+// and a database of their own. The summaries come from an OpenAI-compatible endpoint on loopback whose answers wait
+// until the test releases them, so a compaction (and everything queued behind it) is in flight exactly when the signal
 // arrives.
 //   - gateway: in-flight requests (a manual compaction, a `wait: true` post queued behind it, a post whose body is
 //     still being sent) all get complete responses after SIGTERM, new connections are refused, the process exits 0;
@@ -26,7 +26,12 @@ import { ensureTenant } from '../../../infra/db/tenants.js';
 import { Conversations } from '../../../workers/gateway/conversations.js';
 import { compactionWorkflowId, conversationWorkflowId } from '../../../workflows/ids.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
-import { type EntryPoint, killEntryPoint, startEntryPoint as startProcess } from '../../support/harness/entryPoint.js';
+import {
+  type EntryPoint,
+  killEntryPoint,
+  runDctx,
+  startEntryPoint as startProcess,
+} from '../../support/harness/entryPoint.js';
 import { FIXED_SUMMARY_BODY } from '../../support/harness/fixedSummarizer.js';
 import {
   activeTranscript,
@@ -38,6 +43,12 @@ import {
 } from '../workflows/transcript.js';
 
 const ADMIN_KEY = `admin-${randomUUID()}`;
+/**
+ * A namespace of its own (prepared by `dctx temporal setup`): the real worker polls the fixed `conversations` task
+ * queue, where any other worker of the shared namespace (another test file's, a developer's `npm start` against the
+ * same server) could take these conversations' tasks — and the test that runs no worker would see one.
+ */
+const NAMESPACE = `dc-shutdown-${randomUUID().slice(0, 8)}`;
 const MODEL = { model: 'gpt-test', provider: 'openai', contextLength: 200_000 };
 const { EventType } = proto.temporal.api.enums.v1;
 
@@ -129,7 +140,7 @@ function startEntryPoint(script: 'workers/gateway.ts' | 'workers/worker.ts'): En
   const entry = startProcess(script, {
     DATABASE_URL: testDb.url,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
-    TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+    TEMPORAL_NAMESPACE: NAMESPACE,
     DURABLE_CONTEXT_CONFIG: join(configDir, 'config.yaml'),
     DURABLE_CONTEXT_ADMIN_KEY: ADMIN_KEY,
     FAKE_LLM_KEY: 'sk-shutdown-test',
@@ -167,11 +178,13 @@ beforeAll(async () => {
       `  openai: { base_url: "${llm.origin}/v1", api_key_env: FAKE_LLM_KEY, models: [${MODEL.model}] }`,
     ].join('\n'),
   );
+  const setup = await runDctx(['temporal', 'setup', '--create-namespace', '--retention-days', '1'], {
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: NAMESPACE,
+  });
+  expect(setup.stderr).toBe('');
   temporalConnection = await Connection.connect({ address: inject('temporalAddress') });
-  conversations = new Conversations(
-    testDb.db,
-    new ConversationClient(temporalConnection, { namespace: inject('temporalNamespace') }),
-  );
+  conversations = new Conversations(testDb.db, new ConversationClient(temporalConnection, { namespace: NAMESPACE }));
 });
 
 afterAll(async () => {
@@ -183,6 +196,7 @@ afterAll(async () => {
         : new Promise((resolve) => child.once('exit', resolve)),
     ),
   );
+  await temporalConnection?.operatorService.deleteNamespace({ namespace: NAMESPACE }).catch(() => undefined);
   await temporalConnection?.close();
   await llm?.close();
   await testDb?.drop();
@@ -292,7 +306,7 @@ async function storedBatches(tenantId: string, conversationId: string, count: nu
 /** activity name → identities of the workers that started / completed it, from a workflow's history. */
 async function activityWorkers(workflowId: string) {
   const history = await temporalConnection.workflowService.getWorkflowExecutionHistory({
-    namespace: inject('temporalNamespace'),
+    namespace: NAMESPACE,
     execution: { workflowId },
   });
   const names = new Map<string, string>();
