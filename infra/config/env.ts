@@ -6,7 +6,10 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { EnvError, type EnvProblem } from './envError.js';
 import { HTTP_URL_PATTERN } from './fieldRules.js';
+
+export { EnvError, type EnvProblem } from './envError.js';
 
 /** One variable: what a valid value looks like (the error text), its schema (on the non-empty text), its default. */
 interface Variable<T> {
@@ -144,22 +147,6 @@ export type Env = {
 
 /** The names of the environment, in the order of README's table. */
 export const ENV_NAMES = Object.freeze(Object.keys(VARIABLES) as EnvName[]);
-
-/** One problem of an environment: the variables it names (one, or the two that contradict each other). */
-export interface EnvProblem {
-  names: readonly EnvName[];
-  message: string;
-}
-
-/** Every invalid variable of an environment, one line each. */
-export class EnvError extends Error {
-  readonly variables: readonly EnvName[];
-  constructor(problems: readonly EnvProblem[]) {
-    super(problems.map((problem) => problem.message).join('\n'));
-    this.name = 'EnvError';
-    this.variables = problems.flatMap((problem) => problem.names);
-  }
-}
 
 /** Settings valid alone that contradict each other: each names both variables. */
 function contradictions(values: Env): EnvProblem[] {

@@ -6,7 +6,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Env, EnvName } from '../config/env.js';
-import { EnvError } from '../config/env.js';
+import { EnvError } from '../config/envError.js';
 
 /** What the Temporal options are built from. */
 export type TemporalEnv = Pick<

@@ -128,6 +128,21 @@ describe('dctx temporal setup', () => {
     expect(await started.exit).toBe(0);
   });
 
+  it('a bad TLS setting exits 1 with one line naming the variables, before any connection', async () => {
+    const pair = await runDctx(['temporal', 'setup'], { ...at(FRESH), TEMPORAL_TLS_CERT: '/etc/temporal/client.pem' });
+    expect(pair.code).toBe(1);
+    expect(pair.stderr).toBe(
+      'error: Invalid environment: TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY: a client certificate needs its private key: ' +
+        'TEMPORAL_TLS_CERT is set, TEMPORAL_TLS_KEY is not\n',
+    );
+    const unreadable = await runDctx(['temporal', 'setup'], { ...at(FRESH), TEMPORAL_TLS_CA: '/nonexistent/ca.pem' });
+    expect(unreadable.code).toBe(1);
+    expect(unreadable.stderr).toMatch(
+      /^error: Invalid environment: TEMPORAL_TLS_CA: cannot read "\/nonexistent\/ca.pem": ENOENT/,
+    );
+    expect(unreadable.stdout).toBe('');
+  });
+
   it('--create-namespace creates a missing namespace and registers in one go', async () => {
     const run = await runDctx(['temporal', 'setup', '--create-namespace', '--retention-days', '2'], at(CREATED));
     expect(run.code).toBe(0);
