@@ -1,6 +1,6 @@
 // `dctx`, the command line of durable-context (DESIGN.md §6): start the local stack, migrate, tenants and keys
 // (create, list, revoke, rotate: cli/keyCommands.ts), import a transcript (progress bar), search, status, compactions
-// list / replay. Talks to the HTTP gateway through clients/httpClient.ts; its other parts are in workers/cli/. Run it
+// list / replay, model; `temporal setup` (workers/cli/temporalSetup.ts) talks to Temporal itself. Talks to the HTTP gateway through clients/httpClient.ts; its other parts are in workers/cli/. Run it
 // as `npx tsx workers/cli.ts <command>` or through `bin/dctx.js`. Environment (infra/config/env.ts): DCTX_URL, DCTX_KEY, DURABLE_CONTEXT_ADMIN_KEY, DCTX_DEBUG.
 import { pathToFileURL } from 'node:url';
 import { Command, Option } from 'commander';
@@ -20,6 +20,7 @@ import { COMPACTION_STATUSES } from '../contracts/compaction.js';
 import { MESSAGE_ROLES } from '../contracts/http/common.js';
 import { SEARCH_SORTS } from '../contracts/http/search.js';
 import type { Env } from '../infra/config/env.js';
+import { type TemporalEnv, temporalTarget } from '../infra/temporal/connectionOptions.js';
 import {
   formatCompactions,
   formatImportResult,
@@ -40,9 +41,10 @@ import {
 } from './cli/options.js';
 import { progressReporter } from './cli/progress.js';
 import { runScript } from './cli/runScript.js';
+import { temporalSetup } from './cli/temporalSetup.js';
 
 /** What the CLI reads from the environment (validated by infra/config/env.ts). */
-export type CliEnv = Pick<Env, 'DCTX_URL' | 'DCTX_KEY' | 'DURABLE_CONTEXT_ADMIN_KEY'>;
+export type CliEnv = Pick<Env, 'DCTX_URL' | 'DCTX_KEY' | 'DURABLE_CONTEXT_ADMIN_KEY'> & TemporalEnv;
 
 const keyOption = () => new Option('--key <key>', 'tenant API key (dctx_...; env: DCTX_KEY)');
 
@@ -81,6 +83,25 @@ export function buildProgram(environment: CliEnv): Command {
     .description('apply pending database migrations (DATABASE_URL or the local cluster)')
     .action(async () => {
       process.exitCode = await runScript('workers/migrate.ts');
+    });
+
+  program
+    .command('temporal')
+    .description('the Temporal cluster (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_*, TEMPORAL_API_KEY)')
+    .command('setup')
+    .description('register the search attributes the workflows set (idempotent); run once per namespace before workers')
+    .option('--create-namespace', 'create the namespace when it does not exist (self-hosted clusters)')
+    .option(
+      '--retention-days <n>',
+      'retention of closed workflows of a created namespace',
+      positiveInt('--retention-days'),
+      3,
+    )
+    .action(async (opts: { createNamespace?: boolean; retentionDays: number }) => {
+      await temporalSetup(temporalTarget(environment), {
+        print,
+        ...(opts.createNamespace ? { createNamespace: { retentionDays: opts.retentionDays } } : {}),
+      });
     });
 
   const tenants = program.command('tenants').description('tenants (admin key)');

@@ -1,8 +1,8 @@
 // `npm run gateway`: the HTTP gateway as its own process (the worker runs elsewhere: `npm run worker`).
-// Environment (infra/config/env.ts, README): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, DATABASE_URL, GATEWAY_PORT,
-// GATEWAY_HOST, GATEWAY_BODY_LIMIT, DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS,
-// DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_DOCS_KEY, DURABLE_CONTEXT_CORS_ORIGINS, DURABLE_CONTEXT_LIMITS,
-// DURABLE_CONTEXT_CONFIG.
+// Environment (infra/config/env.ts, README): TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and the TLS / mTLS / API key
+// variables (infra/temporal/connectionOptions.ts), DATABASE_URL, GATEWAY_PORT, GATEWAY_HOST, GATEWAY_BODY_LIMIT,
+// DURABLE_CONTEXT_ADMIN_KEY, DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS, DURABLE_CONTEXT_METRICS_KEY, DURABLE_CONTEXT_DOCS_KEY,
+// DURABLE_CONTEXT_CORS_ORIGINS, DURABLE_CONTEXT_LIMITS, DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE, DURABLE_CONTEXT_CONFIG.
 // SIGTERM/SIGINT: stop accepting, finish in-flight requests (at most 10 s), close the pools, exit 0.
 
 import { Connection } from '@temporalio/client';
@@ -16,12 +16,15 @@ import { TurnTextListener } from '../infra/db/turnText.js';
 import { chatProviderProblem, parseProvidersConfig } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
+import { temporalTarget } from '../infra/temporal/connectionOptions.js';
 import { buildGateway } from './gateway/app.js';
 import { Conversations } from './gateway/conversations.js';
 import { defaultModelFrom } from './gateway/defaults.js';
 import { closeHttp, handleShutdown } from './runtime/shutdown.js';
 
 const config = loadConfig();
+// Read first: a missing or unreadable certificate stops the process before anything else starts.
+const temporalAt = temporalTarget(env);
 const providers = parseProvidersConfig(config.raw);
 const databaseUrl = await resolveDatabaseUrl(env.DATABASE_URL);
 const db = createDb({ connectionString: databaseUrl });
@@ -29,11 +32,8 @@ const db = createDb({ connectionString: databaseUrl });
 const readDb = createDb({ connectionString: databaseUrl, maxConnections: READ_CONNECTIONS });
 await migrateToLatest(db);
 // Lazy: the gateway serves reads from PostgreSQL even while Temporal is unreachable (those calls answer 503).
-const connection = Connection.lazy({
-  address: env.TEMPORAL_ADDRESS,
-  connectTimeout: '5 seconds',
-});
-const temporal = new ConversationClient(connection, { namespace: env.TEMPORAL_NAMESPACE });
+const connection = Connection.lazy({ ...temporalAt.connection, connectTimeout: '5 seconds' });
+const temporal = new ConversationClient(connection, { namespace: temporalAt.namespace });
 const metrics = createMetrics({ db });
 // The text of streamed turns the worker runs reaches this process over one LISTEN connection (infra/db/turnText.ts).
 const turnText = new TurnTextListener(databaseUrl);
@@ -72,3 +72,4 @@ handleShutdown([
 const address = await app.listen({ port: env.GATEWAY_PORT, host: env.GATEWAY_HOST });
 console.log(`API:  ${address}/v1`);
 console.log(`Docs: ${address}/docs`);
+console.log(`Temporal: ${temporalAt.description}`);

@@ -1,13 +1,16 @@
 // The process environment, validated once (issue #10 item 5, DESIGN.md §2 `infra/config/`): every variable the entry
 // points (workers/*.ts) and the CLI read, with its default, in one frozen object. A bad value fails start-up with an
-// error naming the variable (`Invalid environment: GATEWAY_PORT: expected an integer port 0–65535, got "80a"`); an
-// empty value counts as unset. Not here: the provider API keys (config.yaml names them, infra/llm/ reads them by
+// error naming the variable (`Invalid environment: GATEWAY_PORT: expected an integer port 0–65535, got "80a"`), or
+// both variables of a contradiction (a client certificate without its key); an empty value counts as unset. Not here: the provider API keys (config.yaml names them, infra/llm/ reads them by
 // name) and what only shell scripts read (TEMPORAL_CLI, TEMPORAL_CLI_VERSION, DURABLE_CONTEXT_CACHE: find-cli.sh).
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { EnvError, type EnvProblem } from './envError.js';
 import { HTTP_URL_PATTERN } from './fieldRules.js';
 import { LIMIT_KEYS, NO_LIMITS, parseLimitsText, type RequestLimits } from './requestLimits.js';
+
+export { EnvError, type EnvProblem } from './envError.js';
 
 /** One variable: what a valid value looks like (the error text), its schema (on the non-empty text), its default. */
 interface Variable<T> {
@@ -48,13 +51,20 @@ const FLAGS: Readonly<Record<string, boolean>> = Object.freeze({
 });
 
 /** An on/off variable. */
-const flag = (fallback: boolean): Variable<boolean> => ({
+const flag = <T extends boolean | null>(fallback: T): Variable<boolean | T> => ({
   expected: '1, true, yes, on, 0, false, no or off',
   schema: z
     .string()
     .refine((text) => Object.hasOwn(FLAGS, text.toLowerCase()))
     .transform((text) => FLAGS[text.toLowerCase()] === true),
   fallback,
+});
+
+/** A file path (read where it is used: infra/temporal/connectionOptions.ts names the variable of an unreadable one). */
+const filePath = (expected: string): Variable<string | null> => ({
+  expected,
+  schema: z.string().transform((path) => resolve(path)),
+  fallback: null,
 });
 
 /** `host`, `host:port`, `[ipv6]` or `[ipv6]:port`, as the Temporal SDK accepts it (its default port: 7233). */
@@ -132,6 +142,16 @@ const VARIABLES = {
     fallback: '127.0.0.1:7233',
   } satisfies Variable<string>,
   TEMPORAL_NAMESPACE: token('a namespace name without whitespace', 'default'),
+  TEMPORAL_API_KEY: token('an API key without whitespace', null),
+  TEMPORAL_TLS: flag(null),
+  TEMPORAL_TLS_CA: filePath('a file path (PEM CA certificate)'),
+  TEMPORAL_TLS_CERT: filePath('a file path (PEM client certificate)'),
+  TEMPORAL_TLS_KEY: filePath('a file path (PEM private key)'),
+  TEMPORAL_TLS_SERVER_NAME: {
+    expected: 'a host name',
+    schema: z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$/),
+    fallback: null,
+  } satisfies Variable<string | null>,
   TEMPORAL_PORT: port(7233),
   TEMPORAL_UI_PORT: port(8233),
   // The CLI (dctx)
@@ -154,28 +174,50 @@ export type Env = {
 /** The names of the environment, in the order of README's table. */
 export const ENV_NAMES = Object.freeze(Object.keys(VARIABLES) as EnvName[]);
 
-/** Every invalid variable of an environment, one line each. */
-export class EnvError extends Error {
-  readonly variables: readonly EnvName[];
-  constructor(problems: readonly { name: EnvName; message: string }[]) {
-    super(problems.map((problem) => problem.message).join('\n'));
-    this.name = 'EnvError';
-    this.variables = problems.map((problem) => problem.name);
+/** Settings valid alone that contradict each other: each names both variables. */
+function contradictions(values: Env): EnvProblem[] {
+  const problems: EnvProblem[] = [];
+  const pair = (a: EnvName, b: EnvName, text: string) =>
+    problems.push({ names: [a, b], message: `Invalid environment: ${a} and ${b}: ${text}` });
+  if ((values.TEMPORAL_TLS_CERT === null) !== (values.TEMPORAL_TLS_KEY === null)) {
+    const [set, unset] =
+      values.TEMPORAL_TLS_CERT === null
+        ? (['TEMPORAL_TLS_KEY', 'TEMPORAL_TLS_CERT'] as const)
+        : (['TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY'] as const);
+    pair(
+      'TEMPORAL_TLS_CERT',
+      'TEMPORAL_TLS_KEY',
+      `a client certificate needs its private key: ${set} is set, ${unset} is not`,
+    );
   }
+  if (values.TEMPORAL_TLS === false) {
+    for (const name of [
+      'TEMPORAL_TLS_CA',
+      'TEMPORAL_TLS_CERT',
+      'TEMPORAL_TLS_KEY',
+      'TEMPORAL_TLS_SERVER_NAME',
+    ] as const) {
+      if (values[name] !== null) pair('TEMPORAL_TLS', name, `TLS is switched off, but ${name} is set`);
+    }
+  }
+  return problems;
 }
 
 /** Rules between variables, checked once each is valid on its own. */
-function crossProblems(values: Record<string, unknown>): { name: EnvName; message: string }[] {
+function crossProblems(values: Record<string, unknown>): EnvProblem[] {
   const previous = values.DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS;
   if (previous === null || previous === undefined) return [];
   const name = 'DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS';
   if (values.DURABLE_CONTEXT_ADMIN_KEY === null) {
     return [
-      { name, message: `Invalid environment: ${name}: set without DURABLE_CONTEXT_ADMIN_KEY (the new admin key)` },
+      {
+        names: [name],
+        message: `Invalid environment: ${name}: set without DURABLE_CONTEXT_ADMIN_KEY (the new admin key)`,
+      },
     ];
   }
   if (previous === values.DURABLE_CONTEXT_ADMIN_KEY) {
-    return [{ name, message: `Invalid environment: ${name}: the same key as DURABLE_CONTEXT_ADMIN_KEY` }];
+    return [{ names: [name], message: `Invalid environment: ${name}: the same key as DURABLE_CONTEXT_ADMIN_KEY` }];
   }
   return [];
 }
@@ -183,7 +225,7 @@ function crossProblems(values: Record<string, unknown>): { name: EnvName; messag
 /** Validates `record` (e.g. `process.env`): a frozen `Env`, or an `EnvError` naming every bad variable. */
 export function parseEnv(record: Readonly<Record<string, string | undefined>>): Env {
   const values: Record<string, unknown> = {};
-  const problems: { name: EnvName; message: string }[] = [];
+  const problems: EnvProblem[] = [];
   for (const name of ENV_NAMES) {
     const variable: Variable<unknown> = VARIABLES[name];
     const raw = record[name];
@@ -195,10 +237,10 @@ export function parseEnv(record: Readonly<Record<string, string | undefined>>): 
     if (parsed.success) values[name] = parsed.data;
     else {
       const message = `Invalid environment: ${name}: expected ${variable.expected}, got ${JSON.stringify(raw)}`;
-      problems.push({ name, message });
+      problems.push({ names: [name], message });
     }
   }
-  problems.push(...crossProblems(values));
+  if (problems.length === 0) problems.push(...contradictions(values as Env), ...crossProblems(values));
   if (problems.length > 0) throw new EnvError(problems);
   return Object.freeze(values) as Env;
 }

@@ -1,21 +1,20 @@
 // Graceful shutdown of the standalone entry points (issue #9 §9), as an operator's SIGTERM reaches them: the real
-// `workers/gateway.ts` and `workers/worker.ts` run as child processes on the run's Temporal dev server and a
-// database of their own. The summaries come from an OpenAI-compatible endpoint on loopback whose answers wait until
-// the test releases them, so a compaction (and everything queued behind it) is in flight exactly when the signal
+// `workers/gateway.ts` and `workers/worker.ts` run as child processes on the run's Temporal dev server, in a namespace
+// and a database of their own. The summaries come from an OpenAI-compatible endpoint on loopback whose answers wait
+// until the test releases them, so a compaction (and everything queued behind it) is in flight exactly when the signal
 // arrives.
 //   - gateway: in-flight requests (a manual compaction, a `wait: true` post queued behind it, a post whose body is
 //     still being sent) all get complete responses after SIGTERM, new connections are refused, the process exits 0;
 //     one that outlasts the 10 s grace period (`wait: true` with no worker) is answered 503 + Retry-After, not reset;
 //   - worker: SIGTERM during the summarize activity lets that activity finish and report (drain), the process
 //     exits 0, and a worker started afterwards completes the compaction: committed once, the transcript intact.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -27,6 +26,12 @@ import { ensureTenant } from '../../../infra/db/tenants.js';
 import { Conversations } from '../../../workers/gateway/conversations.js';
 import { compactionWorkflowId, conversationWorkflowId } from '../../../workflows/ids.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import {
+  type EntryPoint,
+  killEntryPoint,
+  runDctx,
+  startEntryPoint as startProcess,
+} from '../../support/harness/entryPoint.js';
 import { FIXED_SUMMARY_BODY } from '../../support/harness/fixedSummarizer.js';
 import {
   activeTranscript,
@@ -37,8 +42,13 @@ import {
   keyed,
 } from '../workflows/transcript.js';
 
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const ADMIN_KEY = `admin-${randomUUID()}`;
+/**
+ * A namespace of its own (prepared by `dctx temporal setup`): the real worker polls the fixed `conversations` task
+ * queue, where any other worker of the shared namespace (another test file's, a developer's `npm start` against the
+ * same server) could take these conversations' tasks — and the test that runs no worker would see one.
+ */
+const NAMESPACE = `dc-shutdown-${randomUUID().slice(0, 8)}`;
 const MODEL = { model: 'gpt-test', provider: 'openai', contextLength: 200_000 };
 const { EventType } = proto.temporal.api.enums.v1;
 
@@ -126,78 +136,23 @@ async function startGatedLlm(): Promise<GatedLlm> {
 // ---------------------------------------------------------------------------------------------------------------
 // The entry points as child processes
 
-interface EntryPoint {
-  child: ChildProcess;
-  /** The first match of `pattern` in the process's output (stdout and stderr), waiting for it if need be. */
-  expectOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
-  /** Everything it printed so far. */
-  output(): string;
-  /** Exit code (or signal name) once the process has ended and its output is read. */
-  exit: Promise<number | string>;
-}
-
 function startEntryPoint(script: 'workers/gateway.ts' | 'workers/worker.ts'): EntryPoint {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      DATABASE_URL: testDb.url,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
-      DURABLE_CONTEXT_CONFIG: join(configDir, 'config.yaml'),
-      DURABLE_CONTEXT_ADMIN_KEY: ADMIN_KEY,
-      FAKE_LLM_KEY: 'sk-shutdown-test',
-      GATEWAY_PORT: '0',
-      GATEWAY_HOST: '127.0.0.1',
-    },
+  const entry = startProcess(script, {
+    DATABASE_URL: testDb.url,
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: NAMESPACE,
+    DURABLE_CONTEXT_CONFIG: join(configDir, 'config.yaml'),
+    DURABLE_CONTEXT_ADMIN_KEY: ADMIN_KEY,
+    FAKE_LLM_KEY: 'sk-shutdown-test',
+    GATEWAY_PORT: '0',
+    GATEWAY_HOST: '127.0.0.1',
   });
-  children.add(child);
-  let output = '';
-  const listeners = new Set<() => void>();
-  const onOutput = (chunk: Buffer) => {
-    output += chunk.toString();
-    for (const l of listeners) l();
-  };
-  child.stdout!.on('data', onOutput);
-  child.stderr!.on('data', onOutput);
-  // 'close' (not 'exit'): the process has ended and all of its output has been read.
-  let closed = false;
-  const exit = new Promise<number | string>((resolve) =>
-    child.once('close', (code, signal) => {
-      closed = true;
-      for (const l of listeners) l();
-      resolve(code ?? signal ?? 'unknown');
-    }),
-  );
-  const expectOutput = (pattern: RegExp, timeoutMs = 90_000) =>
-    new Promise<RegExpMatchArray>((resolve, reject) => {
-      const done = (fn: () => void) => {
-        clearTimeout(timer);
-        listeners.delete(check);
-        fn();
-      };
-      const timer = setTimeout(
-        () => done(() => reject(new Error(`${script}: no ${pattern} within ${timeoutMs} ms; output:\n${output}`))),
-        timeoutMs,
-      );
-      const check = () => {
-        const match = output.match(pattern);
-        if (match) done(() => resolve(match));
-        else if (closed) done(() => reject(new Error(`${script} exited before ${pattern}; output:\n${output}`)));
-      };
-      listeners.add(check);
-      check();
-    });
-  return { child, expectOutput, output: () => output, exit };
+  children.add(entry.child);
+  return entry;
 }
 
 /** Ends a process a test left running (after a failed assertion), so that it cannot take the next test's tasks. */
-async function ensureEnded(entry: EntryPoint | undefined): Promise<void> {
-  if (!entry) return;
-  if (entry.child.exitCode === null && entry.child.signalCode === null) entry.child.kill('SIGKILL');
-  await entry.exit;
-}
+const ensureEnded = killEntryPoint;
 
 async function startGateway(): Promise<{ process: EntryPoint; url: URL }> {
   const gateway = startEntryPoint('workers/gateway.ts');
@@ -223,11 +178,13 @@ beforeAll(async () => {
       `  openai: { base_url: "${llm.origin}/v1", api_key_env: FAKE_LLM_KEY, models: [${MODEL.model}] }`,
     ].join('\n'),
   );
+  const setup = await runDctx(['temporal', 'setup', '--create-namespace', '--retention-days', '1'], {
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: NAMESPACE,
+  });
+  expect(setup.stderr).toBe('');
   temporalConnection = await Connection.connect({ address: inject('temporalAddress') });
-  conversations = new Conversations(
-    testDb.db,
-    new ConversationClient(temporalConnection, { namespace: inject('temporalNamespace') }),
-  );
+  conversations = new Conversations(testDb.db, new ConversationClient(temporalConnection, { namespace: NAMESPACE }));
 });
 
 afterAll(async () => {
@@ -239,6 +196,7 @@ afterAll(async () => {
         : new Promise((resolve) => child.once('exit', resolve)),
     ),
   );
+  await temporalConnection?.operatorService.deleteNamespace({ namespace: NAMESPACE }).catch(() => undefined);
   await temporalConnection?.close();
   await llm?.close();
   await testDb?.drop();
@@ -348,7 +306,7 @@ async function storedBatches(tenantId: string, conversationId: string, count: nu
 /** activity name → identities of the workers that started / completed it, from a workflow's history. */
 async function activityWorkers(workflowId: string) {
   const history = await temporalConnection.workflowService.getWorkflowExecutionHistory({
-    namespace: inject('temporalNamespace'),
+    namespace: NAMESPACE,
     execution: { workflowId },
   });
   const names = new Map<string, string>();

@@ -15,7 +15,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let address = process.env.TEMPORAL_ADDRESS;
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   if (address) {
-    await ensureSearchAttributes(address, namespace, SEARCH_ATTRIBUTES);
+    await ensureSearchAttributes({ address, tls: false }, namespace, SEARCH_ATTRIBUTES);
   } else {
     server = await startDevServer({ searchAttributes: SEARCH_ATTRIBUTES, uiPort: false, namespace });
     address = server.address;

@@ -1,6 +1,7 @@
 // A conversation worker in a child process (test/support/harness/workerProcess.ts) that a test can SIGKILL: started on a
 // task queue with kill hooks (PAUSE_AFTER / PAUSE_IN / PAUSE_SKIP) and a prebuilt workflow bundle, with a wait for
-// the lines it prints (`READY`, `PAUSED <activity>`). Used by the crash tests and the recovery benchmark.
+// the lines it prints (`READY`, `PAUSED <activity>`). Used by the crash tests, the several-processes test
+// (test/integration/ops/severalProcesses.test.ts) and the recovery benchmark.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';

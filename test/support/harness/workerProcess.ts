@@ -6,15 +6,18 @@
 //   PAUSE_IN=summarize      the summarizer prints `PAUSED summarize` and never returns (the activity keeps
 //                           heartbeating until the process dies).
 //   PAUSE_SKIP=<n>          let the first n calls of the paused activity through (default 0).
-// Environment: DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (default `default`), TASK_QUEUE (default
+// Environment: DATABASE_URL, TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (default `default`) and the TLS / API key
+// variables (infra/temporal/connectionOptions.ts), TASK_QUEUE (default
 // `conversations`), WORKFLOW_BUNDLE_PATH (prebuilt bundle code; else workflows/ is bundled here),
 // HEARTBEAT_INTERVAL_MS (default 500), CONFIG_YAML (a config.yaml text: its providers serve the agent turn, keys from
 // this process's environment). Prints `READY` once the worker polls.
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { type Activities, createActivities } from '../../../activities/index.js';
 import { normalizeCompressionConfig, type Summarizer } from '../../../engine/index.js';
+import { env } from '../../../infra/config/env.js';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { createDb } from '../../../infra/db/connect.js';
+import { temporalTarget } from '../../../infra/temporal/connectionOptions.js';
 import { STICKY_QUEUE_TIMEOUT, WORKFLOWS_PATH } from '../../../workers/runtime/createWorker.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { CONVERSATIONS_TASK_QUEUE } from '../../../workflows/ids.js';
@@ -70,12 +73,15 @@ if (pauseAfter !== null) {
 
 // Stdout carries only the READY / PAUSED protocol; the SDK logs warnings and errors to stderr.
 Runtime.install({ logger: new DefaultLogger('WARN') });
-const connection = await NativeConnection.connect({ address: required('TEMPORAL_ADDRESS') });
+// As workers/worker.ts connects: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and the TLS / API key variables.
+required('TEMPORAL_ADDRESS');
+const temporal = temporalTarget(env);
+const connection = await NativeConnection.connect(temporal.connection);
 const bundlePath = process.env.WORKFLOW_BUNDLE_PATH;
 // The options of createWorker (workers/createWorker.ts), with the wrapped activities.
 const worker = await Worker.create({
   connection,
-  namespace: process.env.TEMPORAL_NAMESPACE || 'default',
+  namespace: temporal.namespace,
   taskQueue: process.env.TASK_QUEUE || CONVERSATIONS_TASK_QUEUE,
   ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: WORKFLOWS_PATH }),
   activities,

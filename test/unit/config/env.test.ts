@@ -23,6 +23,12 @@ const DEFAULTS: Env = {
   GATEWAY_BODY_LIMIT: 1024 * 1024,
   TEMPORAL_ADDRESS: '127.0.0.1:7233',
   TEMPORAL_NAMESPACE: 'default',
+  TEMPORAL_API_KEY: null,
+  TEMPORAL_TLS: null,
+  TEMPORAL_TLS_CA: null,
+  TEMPORAL_TLS_CERT: null,
+  TEMPORAL_TLS_KEY: null,
+  TEMPORAL_TLS_SERVER_NAME: null,
   TEMPORAL_PORT: 7233,
   TEMPORAL_UI_PORT: 8233,
   DCTX_URL: 'http://127.0.0.1:8080',
@@ -79,6 +85,12 @@ describe('parseEnv: valid values', () => {
       GATEWAY_BODY_LIMIT: '2048',
       TEMPORAL_ADDRESS: 'temporal.internal:7233',
       TEMPORAL_NAMESPACE: 'prod-eu',
+      TEMPORAL_API_KEY: 'eyJhbGciOi.x_y-z',
+      TEMPORAL_TLS: 'on',
+      TEMPORAL_TLS_CA: '/etc/temporal/ca.pem',
+      TEMPORAL_TLS_CERT: 'certs/client.pem',
+      TEMPORAL_TLS_KEY: '/etc/temporal/client.key',
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
       TEMPORAL_PORT: '65535',
       TEMPORAL_UI_PORT: '18233',
       DCTX_URL: 'https://dc.example.com/base',
@@ -102,6 +114,12 @@ describe('parseEnv: valid values', () => {
       GATEWAY_BODY_LIMIT: 2048,
       TEMPORAL_ADDRESS: 'temporal.internal:7233',
       TEMPORAL_NAMESPACE: 'prod-eu',
+      TEMPORAL_API_KEY: 'eyJhbGciOi.x_y-z',
+      TEMPORAL_TLS: true,
+      TEMPORAL_TLS_CA: '/etc/temporal/ca.pem',
+      TEMPORAL_TLS_CERT: resolve('certs/client.pem'),
+      TEMPORAL_TLS_KEY: '/etc/temporal/client.key',
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
       TEMPORAL_PORT: 65535,
       TEMPORAL_UI_PORT: 18233,
       DCTX_URL: 'https://dc.example.com/base',
@@ -181,6 +199,10 @@ describe('parseEnv: a bad value names the variable and the expectation', () => {
     ['DCTX_URL', '127.0.0.1:8080', 'an http:// or https:// URL'],
     ['DCTX_KEY', 'dctx abc', 'a tenant API key without whitespace'],
     ['DCTX_DEBUG', 'maybe', '1, true, yes, on, 0, false, no or off'],
+    ['TEMPORAL_TLS', 'tls', '1, true, yes, on, 0, false, no or off'],
+    ['TEMPORAL_API_KEY', 'Bearer abc', 'an API key without whitespace'],
+    ['TEMPORAL_TLS_SERVER_NAME', 'https://temporal.internal', 'a host name'],
+    ['TEMPORAL_TLS_SERVER_NAME', 'temporal.internal.', 'a host name'],
   ])('%s = %j', (name, value, expected) => {
     const error = envError({ [name]: value });
     expect(error.message).toBe(`Invalid environment: ${name}: expected ${expected}, got ${JSON.stringify(value)}`);
@@ -209,6 +231,40 @@ describe('parseEnv: rules between variables', () => {
     expect(same.message).toBe(
       'Invalid environment: DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: the same key as DURABLE_CONTEXT_ADMIN_KEY',
     );
+  });
+});
+
+describe('parseEnv: Temporal TLS settings that contradict each other name both variables', () => {
+  it.each([
+    [{ TEMPORAL_TLS_CERT: 'c.pem' }, 'TEMPORAL_TLS_CERT is set, TEMPORAL_TLS_KEY is not'],
+    [{ TEMPORAL_TLS_KEY: 'c.key' }, 'TEMPORAL_TLS_KEY is set, TEMPORAL_TLS_CERT is not'],
+  ])('a client certificate without its key (%j)', (record, detail) => {
+    const error = envError(record);
+    expect(error.message).toBe(
+      `Invalid environment: TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY: a client certificate needs its private key: ${detail}`,
+    );
+    expect(error.variables).toEqual(['TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY']);
+  });
+
+  it('TEMPORAL_TLS=false beside a TLS file or server name', () => {
+    const error = envError({ TEMPORAL_TLS: 'false', TEMPORAL_TLS_CA: 'ca.pem', TEMPORAL_TLS_SERVER_NAME: 'x.test' });
+    expect(error.message.split('\n')).toEqual([
+      'Invalid environment: TEMPORAL_TLS and TEMPORAL_TLS_CA: TLS is switched off, but TEMPORAL_TLS_CA is set',
+      'Invalid environment: TEMPORAL_TLS and TEMPORAL_TLS_SERVER_NAME: TLS is switched off, but TEMPORAL_TLS_SERVER_NAME is set',
+    ]);
+    expect(error.variables).toEqual(['TEMPORAL_TLS', 'TEMPORAL_TLS_CA', 'TEMPORAL_TLS', 'TEMPORAL_TLS_SERVER_NAME']);
+  });
+
+  it('TEMPORAL_TLS=false with an API key is allowed (a local proxy that terminates TLS)', () => {
+    expect(parseEnv({ TEMPORAL_TLS: 'false', TEMPORAL_API_KEY: 'k' })).toMatchObject({
+      TEMPORAL_TLS: false,
+      TEMPORAL_API_KEY: 'k',
+    });
+  });
+
+  it('a bad value is reported alone, before any contradiction', () => {
+    const error = envError({ TEMPORAL_TLS: 'nope', TEMPORAL_TLS_CERT: 'c.pem' });
+    expect(error.variables).toEqual(['TEMPORAL_TLS']);
   });
 });
 
