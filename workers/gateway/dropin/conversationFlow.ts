@@ -1,5 +1,5 @@
 // One drop-in request's way through the conversation log (issue #12), whatever its dialect: the history (as stored
-// messages) is matched against the conversation it belongs to (history.ts), its new suffix is stored — committed
+// messages) is matched against the conversation it belongs to (historyTarget.ts), its new suffix is stored — committed
 // before the provider is called — and every decision due for it is taken (at commit when the batches are quiet,
 // else by the workflow, waited for: the hygiene pre-step of SPEC §11 included). The dialect then sends the provider
 // the client's own request while the conversation was never compacted, or the compacted transcript this returns,
@@ -9,29 +9,19 @@
 // to the provider as the client sent it, decides nothing and is recorded; the shorter history the client sends
 // after it becomes a new session of the same conversation (clientRotation.ts), and the workflow is told.
 import type { IncomingMessage } from '../../../contracts/conversation.js';
-import { CONVERSATION_ID_PATTERN } from '../../../contracts/http/conversations.js';
 import { MAX_BATCH_MESSAGES } from '../../../contracts/validation.js';
 import type { ChatMessage, Usage } from '../../../engine/types.js';
 import { recordClientCompaction } from '../../../infra/db/clientCompaction.js';
-import { storedHistoryKeys } from '../../../infra/db/historyKeys.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import type { ConversationRow } from '../../../infra/db/schema.js';
-import { MAX_LINEAGE_HOPS } from '../../../infra/db/sessions.js';
 import type { Conversations } from '../conversations.js';
-import { InvalidRequestError } from '../errors.js';
 import { isClientCompactionRequest, offersTools, textOf } from './clientCompaction.js';
-import { divergenceOf, retellRotation, rotate } from './clientRotation.js';
-import { branchConversationId, derivedConversationId, historyKey, historyKeys, matchHistory } from './history.js';
+import { retellRotation } from './clientRotation.js';
+import { branchConversationId, historyKey, historyKeys } from './history.js';
+import { findTarget, type Target } from './historyTarget.js';
+import { DropinRequestError } from './requestError.js';
 
-/** A request refused before anything is stored, naming the request field (the dialect's `param`). */
-export class DropinRequestError extends InvalidRequestError {
-  constructor(
-    message: string,
-    readonly param: string | null,
-  ) {
-    super(message);
-  }
-}
+export { DropinRequestError, type Target };
 
 /** How a conversation the flow creates is started. */
 export interface DropinStart {
@@ -62,24 +52,6 @@ export interface DropinTurn {
   clientCompaction: boolean;
 }
 
-/** Where a request's reply goes. */
-export interface Target {
-  conversationId: string;
-  /** The conversation is stored already (else the first append creates it). */
-  exists: boolean;
-  /** The history is a strict prefix of what is stored: the reply starts a branch (`branchFrom`'s session). */
-  branchFrom: { sessionId: string } | null;
-  /** The conversation is new: created as a branch of this session, or from nothing. */
-  parentSessionId: string | null;
-  /** Index of the first message of the history to store. */
-  from: number;
-  /** The idempotency keys of the history in the conversation, and their prefix (keyPrefix). */
-  keys: string[];
-  prefix: string;
-  /** The current session, when the client's own compaction started it and the workflow may not have heard. */
-  unheardRotation: string | null;
-}
-
 /**
  * SPEC §15.1 threshold of a conversation as its row holds it: the workflow's status, else its rules (the starting
  * rules of a conversation the workflow has not published for yet carry it too).
@@ -87,9 +59,6 @@ export interface Target {
 function nativeThresholdOfRow(row: ConversationRow): number | null {
   return row.state?.nativeCompactThreshold ?? row.quiet_rules?.nativeCompactThreshold ?? null;
 }
-
-/** The key prefix of a conversation's drop-in messages: the dialect's, and after a client compaction its floor. */
-const keyPrefix = (dialect: string, floor: number) => (floor > 0 ? `${dialect}~${floor}` : dialect);
 
 /** The batches of `items` the store takes (at most MAX_BATCH_MESSAGES each). */
 export function batchesOf<T>(items: readonly T[]): T[][] {
@@ -248,71 +217,9 @@ export class DropinFlow {
     return target.conversationId;
   }
 
-  /**
-   * The conversation the history belongs to: the named or derived one while the history extends what it stores;
-   * where it diverges, the branch for the history up to the first differing message (followed as often as the
-   * history diverged before, at most MAX_LINEAGE_HOPS times) — unless it carries the summary of the client's own
-   * pending compaction: then that compaction is committed and the history starts the conversation's new session.
-   */
-  async target(tenantId: string, history: readonly ChatMessage[], header: string | undefined): Promise<Target> {
-    if (header !== undefined && !new RegExp(CONVERSATION_ID_PATTERN).test(header)) {
-      throw new DropinRequestError(
-        `x-conversation-id must match ${CONVERSATION_ID_PATTERN} (letters, digits, _ . -; at most 128)`,
-        'x-conversation-id',
-      );
-    }
-    const db = this.conversations.readDb;
-    let conversationId = header ?? derivedConversationId(this.dialect, tenantId, history);
-    let parentSessionId: string | null = null;
-    let rotated = false;
-    let prefix = this.dialect;
-    let keys = historyKeys(prefix, history);
-    for (let hop = 0, rekeyed = 0; hop <= MAX_LINEAGE_HOPS; hop++) {
-      // The reply of this conversation's previous request may still be committing (storeReply).
-      await this.conversations.pendingWrites.settled(tenantId, conversationId);
-      const found = await storedHistoryKeys(db, tenantId, conversationId, prefix, keys);
-      const { sessionId, present, stored } = found;
-      const wanted = keyPrefix(this.dialect, found.floor);
-      if (wanted !== prefix && rekeyed++ < 2) {
-        // After the client's own compaction the history is keyed anew: its messages start the new session.
-        prefix = wanted;
-        keys = historyKeys(prefix, history);
-        hop -= 1;
-        continue;
-      }
-      // The client compacted the conversation before and the workflow published another session than this one.
-      const unheardRotation =
-        !rotated && found.floor > 0 && sessionId !== null && found.publishedSessionId !== sessionId ? sessionId : null;
-      const keyed = { keys, prefix, unheardRotation };
-      if (sessionId === null) {
-        return { conversationId, exists: false, branchFrom: null, parentSessionId, from: 0, ...keyed };
-      }
-      const match = matchHistory(keys, present, stored);
-      if (match.kind === 'extends') {
-        return { conversationId, exists: true, branchFrom: null, parentSessionId: null, from: match.from, ...keyed };
-      }
-      if (match.kind === 'prefix') {
-        return { conversationId, exists: true, branchFrom: { sessionId }, parentSessionId: null, from: 0, ...keyed };
-      }
-      const divergence = rotated
-        ? null
-        : await divergenceOf(this.conversations, tenantId, conversationId, history, match.at);
-      if (divergence?.kind === 'rotate') {
-        // Committed here (or by a concurrent request of the same history): matched again, in the new session.
-        await rotate(this.conversations, tenantId, conversationId, divergence.compactionId, history);
-        rotated = true;
-        hop -= 1;
-        continue;
-      }
-      parentSessionId = sessionId;
-      conversationId = branchConversationId(conversationId, history, match.at + 1);
-      prefix = this.dialect;
-      keys = historyKeys(prefix, history);
-    }
-    throw new DropinRequestError(
-      `the history diverges from the stored conversation more than ${MAX_LINEAGE_HOPS} times`,
-      'messages',
-    );
+  /** The conversation the history belongs to, and what of it to store (historyTarget.ts). */
+  target(tenantId: string, history: readonly ChatMessage[], header: string | undefined): Promise<Target> {
+    return findTarget(this.conversations, this.dialect, tenantId, history, header);
   }
 
   private async storeReply(
