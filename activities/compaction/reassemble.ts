@@ -21,7 +21,7 @@ import {
   summaryText,
   unchangedStats,
 } from '../../engine/index.js';
-import { commitInPlace, commitRotation } from '../../infra/db/compactionCommit/index.js';
+import { commitCompaction } from '../../infra/db/compactionCommit/index.js';
 import { isCommitted, updateCompaction } from '../../infra/db/compactions.js';
 import type { CompactionRow } from '../../infra/db/schema.js';
 import { type CompactionActivityDeps, loadPins, planOf, prunedSnapshot, requireRecord } from './record.js';
@@ -140,14 +140,7 @@ export function createReassembleActivities(
         stats: { ...stats, activeMessages: output.length },
         platform: input.platform,
       };
-      const committed =
-        input.newSessionId !== null && record.in_place === false
-          ? await commitRotation(db, input.tenantId, {
-              ...commit,
-              oldSessionId: record.session_id,
-              newSessionId: input.newSessionId,
-            })
-          : await commitInPlace(db, input.tenantId, { ...commit, sessionId: record.session_id });
+      const committed = await commitCompaction(db, input.tenantId, record, commit, input.newSessionId);
       windowCache?.delete(input.tenantId, input.compactionId);
       return {
         status: fallbackUsed ? 'fallback' : 'committed',

@@ -16,9 +16,13 @@ export interface ReadRow {
 /** The compressed transcript and where its summary is. */
 export interface CompactedTranscript {
   output: readonly ChatMessage[];
-  /** Index in `output` of the message that holds the summary (standalone or merged). */
-  summaryIndex: number;
-  summaryBody: string;
+  /**
+   * Index in `output` of the message that holds the summary (standalone or merged); null when the output carries no
+   * summary (a plugin engine that archives without summarising, SPEC §10.3).
+   */
+  summaryIndex: number | null;
+  /** The summary body; null exactly when `summaryIndex` is null. */
+  summaryBody: string | null;
 }
 
 /** A carried row that moves, changes its runtime properties or now holds the summary: it is rewritten from `message`. */
@@ -54,8 +58,12 @@ export interface RotationPlan {
   notCarriedIds: number[];
 }
 
-/** Throws a RangeError when `summaryIndex` does not point into `output`. */
+/** Throws a RangeError when `summaryIndex` does not point into `output`, or only one of index and body is null. */
 export function checkSummaryIndex(t: CompactedTranscript): void {
+  if (t.summaryIndex === null || t.summaryBody === null) {
+    if (t.summaryIndex !== t.summaryBody) throw new RangeError('summaryIndex and summaryBody must both be null');
+    return;
+  }
   if (!Number.isInteger(t.summaryIndex) || t.summaryIndex < 0 || t.summaryIndex >= t.output.length) {
     throw new RangeError(`summaryIndex ${t.summaryIndex} is outside the output (${t.output.length} messages)`);
   }
@@ -74,8 +82,12 @@ export function carriedIndexes(rows: readonly ReadRow[], output: readonly ChatMe
   );
 }
 
+function summaryAt(t: CompactedTranscript, position: number): { summaryBody: string } | null {
+  return position === t.summaryIndex && t.summaryBody !== null ? { summaryBody: t.summaryBody } : null;
+}
+
 function newRow(t: CompactedTranscript, message: ChatMessage, position: number): NewRow {
-  return { message, position, ...(position === t.summaryIndex ? { summaryBody: t.summaryBody } : {}) };
+  return { message, position, ...summaryAt(t, position) };
 }
 
 /** SPEC §13.2 steps 2–4: carried rows keep their id (new position), the others are archived, new messages inserted. */
@@ -84,7 +96,8 @@ export function planInPlace(rows: readonly ReadRow[], t: CompactedTranscript): I
   const plan: InPlacePlan = { updates: [], archivedIds: [], inserts: [], carriedSummaryRowId: null };
   const carried = new Set<number>();
   t.output.forEach((message, position) => {
-    const isSummary = position === t.summaryIndex;
+    const summary = summaryAt(t, position);
+    const isSummary = summary !== null;
     const r = carriedBy[position] ?? -1;
     const row = rows[r];
     if (!row) {
@@ -97,7 +110,7 @@ export function planInPlace(rows: readonly ReadRow[], t: CompactedTranscript): I
     const propertiesChanged =
       canonicalJson(runtimeProperties(row.message)) !== canonicalJson(runtimeProperties(message));
     if (row.position !== position || propertiesChanged || isSummary) {
-      plan.updates.push({ id: row.id, position, message, ...(isSummary ? { summaryBody: t.summaryBody } : {}) });
+      plan.updates.push({ id: row.id, position, message, ...summary });
     }
   });
   rows.forEach((row, r) => {

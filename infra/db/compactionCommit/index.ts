@@ -8,6 +8,7 @@ export {
   TranscriptChangedError,
 } from '../storeErrors.js';
 export { type ReplayedSummary, type ReplayOutcome, replaceReplayedSummary } from '../summaryReplay.js';
+export { commitCompaction } from './commit.js';
 export { commitInPlace } from './inPlace.js';
 export { commitRotation } from './rotation.js';
 export { SESSION_COMPRESS_EVENT } from './shared.js';

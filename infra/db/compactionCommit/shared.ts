@@ -22,9 +22,13 @@ import type { CommitInput, CommitOutcome } from './types.js';
 
 export const SESSION_COMPRESS_EVENT = 'session:compress';
 
-/** SPEC §8.5.7: the summary text is SUMMARY_PREFIX + '\n' + body; the stats carry it when the engine produced it. */
-function summaryTextOf(input: CommitInput): string {
-  return typeof input.stats.summary === 'string' ? input.stats.summary : `${SUMMARY_PREFIX}\n${input.summaryBody}`;
+/**
+ * SPEC §8.5.7: the summary text is SUMMARY_PREFIX + '\n' + body; the stats carry it when the engine produced it.
+ * Null for an output without a summary (a plugin engine's, SPEC §10.3).
+ */
+function summaryTextOf(input: CommitInput): string | null {
+  if (typeof input.stats.summary === 'string') return input.stats.summary;
+  return input.summaryBody === null ? null : `${SUMMARY_PREFIX}\n${input.summaryBody}`;
 }
 
 /** A transcript row as the commit needs it. */
