@@ -42,6 +42,10 @@ export interface ActivityDeps {
   webhooksAllowPrivate?: boolean;
   /** The worker's metrics: activity durations (workers/runtime/createWorker.ts), the summary quality gate. */
   metrics?: Metrics;
+  /** config.yaml's `context.engine` (SPEC §10.3); absent: `compressor`. */
+  contextEngine?: string;
+  /** Where plugin engines are looked for (default `plugins/context_engine/`). */
+  pluginDir?: string;
 }
 
 export function createActivities(deps: ActivityDeps) {

@@ -164,6 +164,8 @@ export interface CompactionOutcome {
   similarity: number | null;
   /** The quality gate's retention shares of an LLM summary (issue #15 §3); null otherwise. */
   retention?: SummaryRetention | null;
+  /** SPEC §10.3: another engine was configured but the built-in compressor did the work (the line, also a notice). */
+  engineWarning?: string | null;
   error: string | null;
 }
 

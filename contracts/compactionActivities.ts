@@ -46,6 +46,11 @@ export interface AlignInput extends CompactionRef {
   beforeRowId?: number | null;
   /** Create the compaction record first (patch `align-begins`); absent in older histories (beginCompaction ran). */
   begin?: Omit<BeginCompactionInput, keyof CompactionRef>;
+  /**
+   * The configured engine could not compress (SPEC §10.3): the built-in phases run whatever is configured, and this
+   * line is recorded as the reason.
+   */
+  engineFallback?: string;
 }
 
 export interface AlignResult {
@@ -54,7 +59,44 @@ export interface AlignResult {
   cut: number;
   inputRows: number;
   tokensBefore: number;
+  /**
+   * SPEC §10.3: the tenant's `context.engine` names a plugin or registered engine that loads; its `compress()` does
+   * the compaction (engineCompress) and no plan was made. Absent: the built-in phases go on (also in histories
+   * recorded before issue #14 §1).
+   */
+  engine?: string;
+  /** The §10.3 line when another engine was configured but the built-in compressor does the work. */
+  engineWarning?: string | null;
 }
+
+/** One compaction by the tenant's configured engine (SPEC §10.3), committed in one activity. */
+export interface EngineCompressInput extends CompactionRef {
+  engine: string;
+  /** As ReassembleInput: SPEC §19 minimum gain (hygiene ≥ 1, §11.3); null: none (manual). */
+  requiredGain: number | null;
+  newSessionId: string | null;
+  platform: string;
+  contextLength: number;
+  /** Hygiene (SPEC §11.3): compress only the history before this row. */
+  beforeRowId: number | null;
+  /** A manual compaction (`force` for the engine). */
+  force: boolean;
+}
+
+/**
+ * What the engine did. `fallback`: it could not compress (failed to load here, threw, or returned a transcript the
+ * host refuses); nothing was written and the built-in phases take over with this line. Otherwise the outcome.
+ */
+export type EngineCompressResult =
+  | { fallback: string }
+  | {
+      fallback: null;
+      status: 'committed' | 'rejected' | 'noop';
+      sessionId: string;
+      stats: CompressionStats;
+      totals: CommittedTotals | null;
+      summarizerCalled: boolean;
+    };
 
 export type SummarizeResult =
   | { ok: true; summarizerCalled: boolean }

@@ -58,6 +58,23 @@ function toolCallsProblem(calls: unknown, at: string): string | null {
   return null;
 }
 
+/** What is wrong with one message in the chat wire shape (SPEC §1.2), naming the field under `at`; null: valid. */
+export function chatMessageProblem(m: unknown, at: string): string | null {
+  if (!isObject(m)) return `${at} must be an object`;
+  if (typeof m.role !== 'string' || !ROLES.has(m.role))
+    return `${at}.role must be one of system, user, assistant, tool`;
+  if (!('content' in m)) return `${at}.content is required (use null for none)`;
+  const problem = contentProblem(m.content, at) ?? toolCallsProblem(m.tool_calls, at);
+  if (problem) return problem;
+  if (m.tool_calls !== undefined && m.role !== 'assistant')
+    return `${at}.tool_calls is only allowed on assistant messages`;
+  if (m.role === 'tool' && (typeof m.tool_call_id !== 'string' || m.tool_call_id === '')) {
+    return `${at}.tool_call_id is required on tool messages`;
+  }
+  if (m.name !== undefined && typeof m.name !== 'string') return `${at}.name must be a string`;
+  return null;
+}
+
 export function validateSubmit(batch: unknown): string | null {
   if (!isObject(batch)) return 'body must be an object';
   const { messages, usage } = batch as Partial<SubmitMessages> & Record<string, unknown>;
@@ -75,20 +92,8 @@ export function validateSubmit(batch: unknown): string | null {
     if (!isStorableText(key)) return `${at}.idempotencyKey must be text without NUL characters or unpaired surrogates`;
     if (keys.has(key)) return `${at}.idempotencyKey '${key}' appears twice in the batch`;
     keys.add(key);
-    const m = item.message;
-    const mp = `${at}.message`;
-    if (!isObject(m)) return `${mp} must be an object`;
-    if (typeof m.role !== 'string' || !ROLES.has(m.role))
-      return `${mp}.role must be one of system, user, assistant, tool`;
-    if (!('content' in m)) return `${mp}.content is required (use null for none)`;
-    const problem = contentProblem(m.content, mp) ?? toolCallsProblem(m.tool_calls, mp);
+    const problem = chatMessageProblem(item.message, `${at}.message`);
     if (problem) return problem;
-    if (m.tool_calls !== undefined && m.role !== 'assistant')
-      return `${mp}.tool_calls is only allowed on assistant messages`;
-    if (m.role === 'tool' && (typeof m.tool_call_id !== 'string' || m.tool_call_id === '')) {
-      return `${mp}.tool_call_id is required on tool messages`;
-    }
-    if (m.name !== undefined && typeof m.name !== 'string') return `${mp}.name must be a string`;
   }
   if (usage !== undefined) {
     if (!isObject(usage)) return 'usage must be an object';

@@ -49,7 +49,8 @@ export function setContextEngineWarningListener(listener: ((message: string) => 
   warningListener = listener;
 }
 
-function isContextEngine(value: unknown): value is ContextEngine {
+/** SPEC §18.11: what counts as an engine (a `name`, `shouldCompress` and `compress`). */
+export function isContextEngine(value: unknown): value is ContextEngine {
   if (value === null || typeof value !== 'object') return false;
   const engine = value as Partial<ContextEngine>;
   return (

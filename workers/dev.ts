@@ -23,6 +23,7 @@ import { migrateToLatest } from '../infra/db/migrate.js';
 import { TurnTextListener } from '../infra/db/turnText.js';
 import { chatProviderProblem } from '../infra/llm/providers.js';
 import { createMetrics } from '../infra/metrics/registry.js';
+import { describeContextEngine } from '../infra/plugins/contextEngines.js';
 import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
 import { startDevServer } from '../infra/temporal/devServer.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/searchAttributes.js';
@@ -95,6 +96,8 @@ const worker = await createWorker({
   db,
   baseConfig: config.compression,
   baseHostPolicy: config.hostPolicy,
+  contextEngine: config.context.engine,
+  pluginDir: env.DURABLE_CONTEXT_PLUGIN_DIR,
   summarizer: null,
   metrics,
   webhooksAllowPrivate: env.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE,
@@ -147,6 +150,7 @@ stops.unshift(closeHttp(app));
 console.log(`API:         ${apiUrl}/v1`);
 console.log(`Docs:        ${apiUrl}/docs`);
 console.log(`Temporal UI: ${server.uiUrl}`);
+console.log(`Engine:      ${await describeContextEngine(config.context.engine, env.DURABLE_CONTEXT_PLUGIN_DIR)}`);
 console.log(`Admin key:   ${key}  (stored in ${join(dataDir, 'admin-key')})`);
 console.log(
   llm.configured

@@ -10,6 +10,7 @@ import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb } from '../infra/db/connect.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
+import { describeContextEngine } from '../infra/plugins/contextEngines.js';
 import { resolveDatabaseUrl } from '../infra/postgres/locate.js';
 import { connectExplained, temporalTarget } from '../infra/temporal/connectionOptions.js';
 import { requireSearchAttributes } from '../infra/temporal/searchAttributes.js';
@@ -36,11 +37,14 @@ const worker = await createWorker({
   db,
   baseConfig: config.compression,
   baseHostPolicy: config.hostPolicy,
+  contextEngine: config.context.engine,
+  pluginDir: env.DURABLE_CONTEXT_PLUGIN_DIR,
   summarizer: null,
   webhooksAllowPrivate: env.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE,
   ...llm,
 });
 console.log(`Worker polling task queue 'conversations' on ${temporal.description}`);
+console.log(await describeContextEngine(config.context.engine, env.DURABLE_CONTEXT_PLUGIN_DIR));
 console.log(
   llm.configured
     ? 'LLM providers configured: LLM summaries and chat backend mode available.'

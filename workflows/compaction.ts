@@ -16,6 +16,7 @@ import {
   type CompactionTimeouts,
   failedCompaction,
 } from '../contracts/compaction.js';
+import type { EngineCompressResult } from '../contracts/compactionActivities.js';
 import { FailureType } from '../contracts/failures.js';
 import type { SummaryFailureClass } from '../engine/index.js';
 import { phaseActivityOptions, summaryActivityOptions } from './activityOptions.js';
@@ -45,6 +46,50 @@ function failureType(err: unknown): string | null {
   return cause instanceof ApplicationFailure ? (cause.type ?? null) : null;
 }
 
+type Phases = ReturnType<typeof phases>;
+
+/** The engine's compaction; an activity that failed for good is a fallback too (nothing was committed). */
+async function compressWithEngine(
+  summary: Phases['summary'],
+  input: CompactionInput,
+  engine: string,
+): Promise<EngineCompressResult> {
+  try {
+    return await summary.engineCompress({
+      tenantId: input.tenantId,
+      compactionId: input.compactionId,
+      engine,
+      requiredGain: input.requiredGain,
+      newSessionId: input.inPlace ? null : input.newSessionId,
+      platform: input.platform,
+      contextLength: input.contextLength,
+      beforeRowId: input.beforeRowId,
+      force: input.trigger === 'manual',
+    });
+  } catch (err) {
+    return {
+      fallback: `Context engine '${engine}' failed to compress (${failureMessage(err)}); using the built-in compressor.`,
+    };
+  }
+}
+
+function engineOutcome(
+  outcome: CompactionOutcome,
+  result: Exclude<EngineCompressResult, { fallback: string }>,
+  mark: (status: string, details: string) => void,
+): CompactionOutcome {
+  Object.assign(outcome, {
+    status: result.status,
+    noopReason: result.status === 'noop' ? result.stats.noop || 'no_compressible_window' : null,
+    sessionId: result.sessionId,
+    summarizerCalled: result.summarizerCalled,
+    stats: result.stats,
+    totals: result.totals,
+  });
+  mark(result.status, `${result.status}: ${result.stats.tokensBefore} → ${result.stats.tokensAfter} estimated tokens`);
+  return outcome;
+}
+
 export async function compactionWorkflow(input: CompactionInput): Promise<CompactionOutcome> {
   const { phase, summary } = phases(input.timeouts);
   const ref = { tenantId: input.tenantId, compactionId: input.compactionId };
@@ -72,6 +117,16 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
   } else {
     await phase.beginCompaction({ ...ref, ...begin });
     aligned = await phase.align(alignInput);
+  }
+  if (aligned.engine !== undefined) {
+    // SPEC §10.3: the tenant's engine compresses; if it cannot, the built-in phases run with the line recorded.
+    mark('running', `Compressing with context engine '${aligned.engine}'`);
+    const result = await compressWithEngine(summary, input, aligned.engine);
+    if (result.fallback === null) return engineOutcome(outcome, result, mark);
+    outcome.engineWarning = result.fallback;
+    aligned = await phase.align({ ...alignInput, engineFallback: result.fallback });
+  } else if (aligned.engineWarning) {
+    outcome.engineWarning = aligned.engineWarning;
   }
   if (aligned.noop !== false) {
     outcome.status = 'noop';

@@ -5,9 +5,11 @@ import { estimateMessagesTokensRough, planCompaction, unchangedStats } from '../
 import { type CompactionPatch, createCompactionRecord, updateCompaction } from '../../infra/db/compactions.js';
 import { loadTranscript, selectPreviousSummary } from '../../infra/db/messages.js';
 import { withTenant } from '../../infra/db/tenant.js';
+import { chooseEngine, type EngineDeps, logEngineFallback } from './engineChoice.js';
 import { requireRecord, type SnapshotDeps } from './record.js';
 
-export function createAlignActivities({ db, windowCache }: SnapshotDeps) {
+export function createAlignActivities(deps: SnapshotDeps & EngineDeps) {
+  const { db, windowCache } = deps;
   /** Creates the compaction record (idempotent: a retry finds it). */
   async function begin({ tenantId, compactionId, previousSummary, ...fields }: BeginCompactionInput) {
     return createCompactionRecord(db, tenantId, {
@@ -28,7 +30,10 @@ export function createAlignActivities({ db, windowCache }: SnapshotDeps) {
 
     /**
      * Phase 2 (S1–S4, and the empty-window check of §8.5.1, which planCompaction makes) on the unpruned active
-     * transcript; with `begin`, the compaction record is created first (idempotent), in the same activity.
+     * transcript; with `begin`, the compaction record is created first (idempotent), in the same activity. Before
+     * planning, the tenant's `context.engine` is resolved (SPEC §10.3): an engine other than the built-in one that
+     * loads is returned instead of a plan (engineCompress does that compaction); one that does not load leaves the
+     * §10.3 line on the record and in the result.
      */
     async align(input: AlignInput): Promise<AlignResult> {
       const record = input.begin
@@ -42,7 +47,18 @@ export function createAlignActivities({ db, windowCache }: SnapshotDeps) {
           cut: stored.cut,
           inputRows: stored.inputRowIds.length,
           tokensBefore: stored.tokensBefore,
+          engineWarning: record.engine_fallback,
         };
+      }
+      let engineWarning = input.engineFallback ?? null;
+      if (engineWarning === null) {
+        const target = { tenantId: input.tenantId, sessionId: record.session_id, contextLength: input.contextLength };
+        const choice = await chooseEngine(deps, target);
+        if (choice.engine !== null) {
+          return { noop: false, headEnd: 0, cut: 0, inputRows: 0, tokensBefore: 0, engine: choice.engine };
+        }
+        engineWarning = choice.warning;
+        if (engineWarning !== null) logEngineFallback(engineWarning, input);
       }
       const transcript = await loadTranscript(db, input.tenantId, record.session_id);
       // Hygiene compacts the history before the incoming message (SPEC §11.3); the rest is kept after the output.
@@ -67,7 +83,10 @@ export function createAlignActivities({ db, windowCache }: SnapshotDeps) {
         tokensBefore,
         contextLength: input.contextLength,
       };
-      const patch: CompactionPatch = { plan: JSON.stringify(plan) };
+      const patch: CompactionPatch = {
+        plan: JSON.stringify(plan),
+        ...(engineWarning ? { engine_fallback: engineWarning } : {}),
+      };
       if (noop !== false) {
         Object.assign(patch, {
           status: 'noop',
@@ -79,7 +98,7 @@ export function createAlignActivities({ db, windowCache }: SnapshotDeps) {
       // The later phases of this compaction on this worker take the input from memory (no second read).
       if (noop === false)
         windowCache?.put(input.tenantId, input.compactionId, plan.inputRowIds, messages, tokensBefore);
-      return { noop, headEnd: plan.headEnd, cut: plan.cut, inputRows: rows.length, tokensBefore };
+      return { noop, headEnd: plan.headEnd, cut: plan.cut, inputRows: rows.length, tokensBefore, engineWarning };
     },
   };
 }

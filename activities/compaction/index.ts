@@ -1,7 +1,9 @@
 // The four compaction phases as Temporal activities (DESIGN.md §3, SPEC §8.1): align → prune → summarize →
-// reassemble, one file each, plus the record's begin and end and the replay of a fallback compaction. Each activity
-// is thin (load by compaction id → pure engine step → persist) and idempotent: a retry finds its stored result.
+// reassemble, one file each, plus the record's begin and end, the replay of a fallback compaction, and a plugin
+// engine's compaction (SPEC §10.3). Each activity is thin (load by compaction id → pure engine step → persist) and
+// idempotent: a retry finds its stored result.
 import { createAlignActivities } from './align.js';
+import { createEngineCompressActivities } from './engineCompress.js';
 import { createPruneActivities } from './prune.js';
 import { createReassembleActivities } from './reassemble.js';
 import type { CompactionActivityDeps } from './record.js';
@@ -21,6 +23,7 @@ export function createCompactionActivities(given: CompactionActivityDeps) {
     ...createPruneActivities(deps),
     ...createSummarizeActivities(deps),
     ...createReassembleActivities(deps),
+    ...createEngineCompressActivities(deps),
   };
 }
 

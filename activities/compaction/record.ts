@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { StoredPlan, StoredPrune } from '../../contracts/compaction.js';
 import type { CompactionRef } from '../../contracts/compactionActivities.js';
 import { FailureType } from '../../contracts/failures.js';
-import type { ChatMessage, CompactionPlan, HostPolicy, Summarizer } from '../../engine/index.js';
+import type { ChatMessage, CompactionPlan, CompressionConfig, HostPolicy, Summarizer } from '../../engine/index.js';
 import { loadPinsByIds } from '../../infra/db/compactionCommit/rowStates.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import { loadRowsByIds } from '../../infra/db/messages.js';
@@ -37,6 +37,12 @@ export interface CompactionActivityDeps {
   metrics?: Pick<Metrics, 'summaryRetention'>;
   /** The worker's memory of the windows align read; absent: every phase reads its input from PostgreSQL. */
   windowCache?: WindowCache;
+  /** config.yaml's `compression` section (defaults applied): what a plugin engine is built with (SPEC §10.3). */
+  baseConfig?: CompressionConfig;
+  /** config.yaml's `context.engine` (SPEC §10.3); a tenant's `context.engine` overrides it. Absent: `compressor`. */
+  contextEngine?: string;
+  /** Where plugin engines are looked for (DURABLE_CONTEXT_PLUGIN_DIR, default `plugins/context_engine/`). */
+  pluginDir?: string;
 }
 
 /** What a phase needs to read a compaction's input. */

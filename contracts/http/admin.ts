@@ -23,7 +23,7 @@ export const MAX_OVERLAP_SECONDS = 30 * 24 * 3600;
 const seconds = (description: string) => Type.Integer({ minimum: 0, maximum: MAX_OVERLAP_SECONDS, description });
 
 const policy = openObject(
-  'The tenant’s policy override (compression.* keys, snake_case; request limits under `limits`)',
+  'The tenant’s policy override (compression.* keys, snake_case; request limits under `limits`; the context engine under `context.engine`, SPEC §10.3)',
 );
 
 // ---- requests ----

@@ -72,6 +72,18 @@ export const CompactionSummary = Type.Object({
       { description: "What a provider-side summary cost (the compaction entries of Anthropic's usage.iterations)" },
     ),
   ),
+  engine: Type.String({
+    description:
+      "The context engine that compressed (SPEC §10.3): 'compressor' (the built-in phases) or the plugin or " +
+      'registered engine named by context.engine',
+  }),
+  engineFallback: nullable(
+    Type.String({
+      description:
+        'Why the built-in compressor did the work although context.engine named another engine (the §10.3 line: not ' +
+        'found, failed to load, failed to compress, or a result the host refused); null otherwise',
+    }),
+  ),
   cacheRewriteTokens: nullable(
     Type.Integer({ description: 'Input tokens the first request after the compaction wrote to the prompt cache' }),
   ),

@@ -93,6 +93,12 @@ const VARIABLES = {
     schema: z.string().transform((path) => resolve(path)),
     fallback: resolve(CHECKOUT, '.data'),
   } satisfies Variable<string>,
+  /** SPEC §10.3 step 1: where `plugins/context_engine/<name>/index.js` is looked for (infra/plugins/). */
+  DURABLE_CONTEXT_PLUGIN_DIR: {
+    expected: 'a directory path',
+    schema: z.string().transform((path) => resolve(path)),
+    fallback: resolve(CHECKOUT, 'plugins', 'context_engine'),
+  } satisfies Variable<string>,
   // The gateway
   DURABLE_CONTEXT_ADMIN_KEY: token('a key without whitespace', null),
   DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: token('a key without whitespace', null),

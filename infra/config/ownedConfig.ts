@@ -88,10 +88,13 @@ function parsePromptCaching(root: PlainObject): { cacheTtl: CacheTtl | null } {
   return { cacheTtl: v.cache_ttl || null };
 }
 
+/** The `context` section (SPEC §2.3): config.yaml's, or a tenant policy's override (issue #14 §1). */
+export function validateContextSection(value: unknown): { engine?: string } {
+  return validateSection('context', sectionObject('context', value), CONTEXT_RULES);
+}
+
 function parseContext(root: PlainObject): { engine: string } {
-  const section = sectionObject('context', root.context);
-  const v = validateSection('context', section, CONTEXT_RULES);
-  return { engine: v.engine ?? 'compressor' };
+  return { engine: validateContextSection(root.context).engine ?? 'compressor' };
 }
 
 function parseModel(root: PlainObject): { contextLength: number | null } {

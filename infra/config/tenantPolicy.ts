@@ -1,7 +1,8 @@
 // Per-tenant policy: a tenant may override any `compression.*` key (model_thresholds included) and the host policy keys
-// of SPEC §19, and set its request limits under `limits` (issue #14 §5, requestLimits.ts). Stored raw (snake_case, as
-// in config.yaml) with the tenant and validated exactly like config.yaml (SPEC §2.1 errors); resolution order is
-// tenant override → config.yaml → default (limits: tenant → DURABLE_CONTEXT_LIMITS → none).
+// of SPEC §19, set its request limits under `limits` (issue #14 §5, requestLimits.ts) and its context engine under
+// `context.engine` (SPEC §10.3, issue #14 §1). Stored raw (snake_case, as in config.yaml) with the tenant and validated
+// exactly like config.yaml (SPEC §2.1 errors); resolution order is tenant override → config.yaml → default (limits:
+// tenant → DURABLE_CONTEXT_LIMITS → none).
 import {
   type CompressionConfig,
   type HostPolicy,
@@ -10,18 +11,31 @@ import {
 } from '../../engine/config.js';
 import { type CompressionOverrides, validateCompressionSection } from './compressionSection.js';
 import { isPlainObject } from './fieldRules.js';
+import { validateContextSection } from './ownedConfig.js';
 import { type RequestLimits, validateLimitsSection } from './requestLimits.js';
 
-/** The policy key holding the request limits; every other key is a `compression.*` key. */
+/** The policy key holding the request limits. */
 export const LIMITS_KEY = 'limits';
+/** The policy key holding the `context` section (`context.engine`); every other key is a `compression.*` key. */
+export const CONTEXT_KEY = 'context';
 
-/** Validates a raw override object; throws ConfigError naming the key (`compression.<key>`, `limits.<key>`). */
-export function validateTenantPolicy(raw: unknown): CompressionOverrides & { limits: Partial<RequestLimits> } {
-  if (!isPlainObject(raw) || !Object.hasOwn(raw, LIMITS_KEY)) {
-    return { ...validateCompressionSection(raw ?? {}, 'compression'), limits: {} };
-  }
-  const { [LIMITS_KEY]: limits, ...compression } = raw;
-  return { ...validateCompressionSection(compression, 'compression'), limits: validateLimitsSection(limits) };
+export type ValidatedTenantPolicy = CompressionOverrides & {
+  limits: Partial<RequestLimits>;
+  context: { engine?: string };
+};
+
+/**
+ * Validates a raw override object; throws ConfigError naming the key (`compression.<key>`, `limits.<key>`,
+ * `context.<key>`).
+ */
+export function validateTenantPolicy(raw: unknown): ValidatedTenantPolicy {
+  if (!isPlainObject(raw)) return { ...validateCompressionSection(raw ?? {}, 'compression'), limits: {}, context: {} };
+  const { [LIMITS_KEY]: limits, [CONTEXT_KEY]: context, ...compression } = raw;
+  return {
+    ...validateCompressionSection(compression, 'compression'),
+    limits: limits === undefined ? {} : validateLimitsSection(limits),
+    context: validateContextSection(context),
+  };
 }
 
 /**
@@ -35,4 +49,9 @@ export function resolveTenantCompressionConfig(base: CompressionConfig, rawOverr
 /** The effective SPEC §19 host policy for a tenant, resolved the same way. */
 export function resolveTenantHostPolicy(base: HostPolicy, rawOverride: unknown): HostPolicy {
   return normalizeHostPolicy({ ...base, ...validateTenantPolicy(rawOverride).host });
+}
+
+/** The tenant's context engine name (SPEC §10.3): its `context.engine`, else config.yaml's. */
+export function resolveTenantContextEngine(base: string, rawOverride: unknown): string {
+  return validateTenantPolicy(rawOverride).context.engine ?? base;
 }

@@ -146,6 +146,9 @@ export interface CompactionPatch {
   native_summary?: NativeSummary | null;
   native_fallback?: NativeFallbackReason | null;
   summary_usage?: SummaryUsage | null;
+  /** migrations/0022: the engine that compressed (SPEC §10.3), or why the built-in compressor did instead. */
+  engine?: string;
+  engine_fallback?: string | null;
 }
 
 const JSON_COLUMNS = new Set(['plan', 'prune_result', 'stats', 'native_summary', 'summary_usage']);

@@ -190,6 +190,10 @@ export interface CompactionsTable {
   native_fallback: NativeFallbackReason | null;
   /** What a provider-side summary cost (its compaction iterations). */
   summary_usage: NullableJson<SummaryUsage>;
+  /** The context engine that produced the result: `compressor` or a plugin's name (migrations/0022, SPEC §10.3). */
+  engine: Generated<string>;
+  /** Why the built-in compressor did the work although another engine was configured (the §10.3 line). */
+  engine_fallback: string | null;
 }
 
 export interface EventsTable {

@@ -147,6 +147,8 @@ export function settleCompaction(
     state.autoPaused = 'fixed_point';
     conversation.notice(NOTICE_FIXED_POINT);
   }
+  // SPEC §10.3: the configured engine was not used; the user sees the line too (never silently).
+  if (outcome.engineWarning) conversation.notice(outcome.engineWarning);
   const sinceModelCall = state.autoSinceModelCall;
   applyOutcome(state, engine, outcome, { automatic, now: Date.now() });
   if (options.background) state.autoSinceModelCall = sinceModelCall;

@@ -77,6 +77,8 @@ describe('conversation flow', () => {
       summaryBackend: 'extractive',
       retentionBefore: null, // the quality gate is for LLM summaries (issue #15 §3)
       retentionAfter: null,
+      engine: 'compressor',
+      engineFallback: null,
     });
     expect((await call('GET', '/v1/compactions?status=fallback', key)).json.compactions).toEqual([]);
     // Only a fallback summary is replayable (SPEC §13.7): refused before anything runs, nothing changes.
@@ -84,6 +86,41 @@ describe('conversation flow', () => {
     expect(replay.status).toBe(409);
     expect(replay.json.message).toContain('only compactions that used the fallback summary can be replayed');
     expect((await allRows(gw.testDb.db, tenantId)).length).toBe(all.json.messages.length);
+  });
+
+  it('a tenant policy naming the shipped archive-only plugin: compacted by it, listed with its name (SPEC §10.3)', async () => {
+    const { key, id } = await gw.tenant();
+    const bad = await call('PUT', `/v1/tenants/${id}/policy`, gw.adminKey, { context: { engine: 'Archive Only' } });
+    expect(bad.status).toBe(400);
+    expect(bad.json.message).toContain('Invalid configuration: context.engine: expected string matching');
+    const set = await call('PUT', `/v1/tenants/${id}/policy`, gw.adminKey, {
+      protect_last_n: 2,
+      context: { engine: 'archive-only' },
+    });
+    expect(set.status).toBe(200);
+    const conv = (await call('POST', '/v1/conversations', key, { model: 'acme-chat', contextLength: 100_000 })).json
+      .conversationId;
+    const turns = Array.from({ length: 12 }, (_, i) => ({
+      role: i % 2 === 0 ? 'user' : 'assistant',
+      content: `turn ${i} about the rollout`,
+    }));
+    expect(
+      (await call('POST', `/v1/conversations/${conv}/messages`, key, { messages: keyed(turns as never) })).status,
+    ).toBe(202);
+    const compacted = await call('POST', `/v1/conversations/${conv}/compact`, key, {});
+    expect(compacted.json.status).toBe('committed');
+    const [listed] = (await call('GET', '/v1/compactions', key)).json.compactions;
+    expect(listed).toMatchObject({ engine: 'archive-only', engineFallback: null, summaryBackend: null });
+    const active = (await call('GET', `/v1/conversations/${conv}/messages`, key)).json.messages;
+    // The first 3 and the last 2 turns, with one pointer between them.
+    expect(active.map((m: any) => m.message.content)).toEqual([
+      'turn 0 about the rollout',
+      'turn 1 about the rollout',
+      'turn 2 about the rollout',
+      expect.stringMatching(/^\[ARCHIVED CONTEXT\] 7 earlier message/),
+      'turn 10 about the rollout',
+      'turn 11 about the rollout',
+    ]);
   });
 
   it('serves the prepared context: sanitised, with cache markers only for Claude on Anthropic/OpenRouter', async () => {

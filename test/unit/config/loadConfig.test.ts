@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_COMPRESSION_CONFIG } from '../../../engine/config.js';
 import { loadConfig, parseConfigText } from '../../../infra/config/loadConfig.js';
-import { resolveTenantCompressionConfig, validateTenantPolicy } from '../../../infra/config/tenantPolicy.js';
+import {
+  resolveTenantCompressionConfig,
+  resolveTenantContextEngine,
+  validateTenantPolicy,
+} from '../../../infra/config/tenantPolicy.js';
 
 describe('config.yaml loading', () => {
   it('an empty file gives the defaults', () => {
@@ -82,6 +86,28 @@ describe('tenant policy', () => {
     );
     expect(() => validateTenantPolicy({ in_place: 'no' })).toThrow(
       'Invalid configuration: compression.in_place: expected boolean, got "no"',
+    );
+  });
+
+  it('context.engine (SPEC §10.3): a tenant names its engine; config.yaml’s applies otherwise', () => {
+    expect(resolveTenantContextEngine('compressor', { context: { engine: 'archive-only' }, protect_last_n: 4 })).toBe(
+      'archive-only',
+    );
+    expect(resolveTenantContextEngine('archive-only', { protect_last_n: 4 })).toBe('archive-only');
+    expect(resolveTenantContextEngine('compressor', null)).toBe('compressor');
+    // The context section is not a compression key: the compression configuration is unchanged by it.
+    expect(resolveTenantCompressionConfig(base, { context: { engine: 'archive-only' } })).toEqual(base);
+  });
+
+  it('context.engine is validated like config.yaml’s, naming the key', () => {
+    expect(() => validateTenantPolicy({ context: { engine: '../etc' } })).toThrow(
+      'Invalid configuration: context.engine: expected string matching ^[a-z0-9][a-z0-9_-]{0,63}$, got "../etc"',
+    );
+    expect(() => validateTenantPolicy({ context: { engin: 'x' } })).toThrow(
+      'Invalid configuration: context.engin: unknown key',
+    );
+    expect(() => validateTenantPolicy({ context: 'archive-only' })).toThrow(
+      'Invalid configuration: context: expected mapping, got "archive-only"',
     );
   });
 });

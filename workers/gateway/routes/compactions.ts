@@ -57,6 +57,8 @@ export function compactionRoutes(deps: TenantRouteGate & { conversations: Conver
               cacheReadTokens: c.summary_usage.cache_read_tokens,
               cacheWriteTokens: c.summary_usage.cache_write_tokens,
             },
+            engine: c.engine,
+            engineFallback: c.engine_fallback,
             cacheRewriteTokens: c.cache_rewrite_tokens,
             cacheRecoveryTurns: c.cache_recovery_turns,
             stats: c.stats,

@@ -1,0 +1,96 @@
+// SPEC §10.3 for one compaction: the tenant's `context.engine` (tenant policy → config.yaml → `compressor`) and the
+// engine it selects, built with the built-in engine's constructor arguments for the session's model. The choice is made
+// in an activity (plugin files are host I/O) and reaches the workflow as the align result, so a replay takes the same
+// branch (issue #14 §1).
+import { Context } from '@temporalio/activity';
+import {
+  BUILTIN_CONTEXT_ENGINE,
+  type CompressionConfig,
+  ConfigError,
+  type ContextCompressorOptions,
+  normalizeCompressionConfig,
+  type Summarizer,
+} from '../../engine/index.js';
+import { resolveTenantCompressionConfig, resolveTenantContextEngine } from '../../infra/config/tenantPolicy.js';
+import { getSession } from '../../infra/db/sessions.js';
+import { getTenantPolicy } from '../../infra/db/tenants.js';
+import { type LoadedEngine, loadContextEngine } from '../../infra/plugins/contextEngines.js';
+import { type CompactionActivityDeps, summarizerForSession } from './record.js';
+
+export type EngineDeps = Pick<
+  CompactionActivityDeps,
+  'db' | 'summarizer' | 'summarizerFor' | 'baseConfig' | 'contextEngine' | 'pluginDir'
+>;
+
+/** The tenant's engine name and compression configuration (one policy read). */
+export async function tenantEngineSettings(
+  deps: EngineDeps,
+  tenantId: string,
+): Promise<{ name: string; config: CompressionConfig }> {
+  const baseName = deps.contextEngine ?? BUILTIN_CONTEXT_ENGINE;
+  const baseConfig = deps.baseConfig ?? normalizeCompressionConfig({});
+  const stored = await getTenantPolicy(deps.db, tenantId);
+  try {
+    return {
+      name: resolveTenantContextEngine(baseName, stored?.policy),
+      config: resolveTenantCompressionConfig(baseConfig, stored?.policy),
+    };
+  } catch (err) {
+    // A stored policy is validated on write; one that no longer validates must not stop the compaction.
+    if (err instanceof ConfigError) return { name: baseName, config: baseConfig };
+    throw err;
+  }
+}
+
+/** A summarizer that counts its calls; without a summary model it throws (the engine may summarise, SPEC §10.3). */
+function countingSummarizer(summarizer: Summarizer | null, calls: { count: number }): Summarizer {
+  return async (request) => {
+    calls.count += 1;
+    if (summarizer === null) throw new Error('no summary model is configured for this conversation');
+    return summarizer(request);
+  };
+}
+
+export interface EngineForSession {
+  loaded: LoadedEngine;
+  /** How often the engine called the host's summariser so far. */
+  summarizerCalls: { count: number };
+}
+
+/** The engine `name` selects, built for the session (model, provider, window, the tenant's configuration). */
+export async function engineForSession(
+  deps: EngineDeps,
+  target: { tenantId: string; sessionId: string; contextLength: number; name: string; config: CompressionConfig },
+): Promise<EngineForSession> {
+  const session = await getSession(deps.db, target.tenantId, target.sessionId);
+  const summarizerCalls = { count: 0 };
+  const options: ContextCompressorOptions = {
+    model: session?.model ?? '',
+    contextLength: target.contextLength,
+    ...(session?.provider ? { provider: session.provider } : {}),
+    config: target.config,
+    summarize: countingSummarizer(await summarizerForSession(deps, target.tenantId, target.sessionId), summarizerCalls),
+    now: Date.now,
+  };
+  return { loaded: await loadContextEngine(target.name, options, deps.pluginDir), summarizerCalls };
+}
+
+/** The §10.3 line in the worker's log (the record and a notice carry it too). */
+export function logEngineFallback(line: string, ids: { tenantId: string; compactionId: string }): void {
+  Context.current().log.warn(line, ids);
+}
+
+/**
+ * Which engine compresses this compaction: `engine` when the tenant's `context.engine` names one that loads here;
+ * null for the built-in phases, with the §10.3 line when another name was configured.
+ */
+export async function chooseEngine(
+  deps: EngineDeps,
+  target: { tenantId: string; sessionId: string; contextLength: number },
+): Promise<{ engine: string | null; warning: string | null }> {
+  const settings = await tenantEngineSettings(deps, target.tenantId);
+  if (settings.name === BUILTIN_CONTEXT_ENGINE) return { engine: null, warning: null };
+  const { loaded } = await engineForSession(deps, { ...target, ...settings });
+  if (loaded.origin === 'builtin') return { engine: null, warning: loaded.warning };
+  return { engine: settings.name, warning: null };
+}
