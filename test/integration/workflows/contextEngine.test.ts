@@ -167,6 +167,32 @@ describe('the plugin runs for every trigger the host decides', () => {
   });
 });
 
+describe('config.yaml’s context.engine', () => {
+  it('applies to every tenant that names none; a tenant’s own name wins', async () => {
+    const second = await createTestStack({
+      db: testDb.db,
+      summarizer,
+      activityDeps: { pluginDir, contextEngine: 'archive-only' },
+    });
+    try {
+      for (const [policy, engine] of [
+        [{}, 'archive-only'],
+        [{ context: { engine: 'compressor' } }, 'compressor'],
+      ] as const) {
+        const t = await newTenant(testDb.db, { protect_last_n: 4, ...policy });
+        const conv = randomUUID();
+        await second.client.submit(t, conv, batch(agentTranscript(8)), { model: 'acme-chat', contextLength: 100_000 });
+        await second.client.sync(t, conv);
+        expect((await second.client.compact(t, conv)).status).toBe('committed');
+        const [record] = await compactionsOf(testDb.db, t);
+        expect(record).toMatchObject({ engine, engine_fallback: null });
+      }
+    } finally {
+      await second.close();
+    }
+  });
+});
+
 describe('the built-in compressor takes over, never silently', () => {
   it('a name no plugin directory or registry knows: the §10.3 line on the record and as a notice', async () => {
     const { t, conv, result, record } = await compactedConversation({ context: { engine: 'no-such-engine' } });
