@@ -28,7 +28,7 @@ import type { CompactionReport, ConversationStatusBody, PublishedStatus } from '
 
 export type { CompactionSummary } from '../contracts/http/compactions.js';
 export type { SearchResult } from '../contracts/http/search.js';
-export type { CompactionList, ConversationStatusBody, PublishedStatus, ReplayResult };
+export type { CompactionList, CompactionReport, ConversationStatusBody, PublishedStatus, ReplayResult };
 
 /** Where the gateway is and which bearer key to send (a tenant key `dctx_...` or the admin key). */
 export interface GatewayConnection {

@@ -1,33 +1,18 @@
 // `dctx`, the command line of durable-context (DESIGN.md §6): start the local stack, migrate, tenants and keys
-// (create, list, revoke, rotate: cli/keyCommands.ts), import a transcript (progress bar), search, status, compactions
-// list / replay, model; `temporal setup` (workers/cli/temporalSetup.ts) talks to Temporal itself. Talks to the HTTP gateway through clients/httpClient.ts; its other parts are in workers/cli/. Run it
+// (create, list, revoke, rotate: cli/keyCommands.ts), import a transcript (progress bar), search, status, compact and
+// compactions list / replay (cli/compactionCommands.ts), model; `temporal setup` (workers/cli/temporalSetup.ts) talks to Temporal itself. Talks to the HTTP gateway through clients/httpClient.ts; its other parts are in workers/cli/. Run it
 // as `npx tsx workers/cli.ts <command>` or through `bin/dctx.js`. Environment (infra/config/env.ts): DCTX_URL, DCTX_KEY, DURABLE_CONTEXT_ADMIN_KEY, DCTX_DEBUG.
 import { pathToFileURL } from 'node:url';
 import { Command, Option } from 'commander';
-import {
-  createApiKey,
-  createTenant,
-  GatewayError,
-  getStatus,
-  listCompactions,
-  replayCompaction,
-  search,
-  switchModel,
-} from '../clients/httpClient.js';
+import { createApiKey, createTenant, GatewayError, getStatus, search, switchModel } from '../clients/httpClient.js';
 import { importTranscript } from '../clients/importTranscript.js';
 import { TranscriptError } from '../clients/transcript.js';
-import { COMPACTION_STATUSES } from '../contracts/compaction.js';
 import { MESSAGE_ROLES } from '../contracts/http/common.js';
 import { SEARCH_SORTS } from '../contracts/http/search.js';
 import type { Env } from '../infra/config/env.js';
 import { type TemporalEnv, temporalTarget } from '../infra/temporal/connectionOptions.js';
-import {
-  formatCompactions,
-  formatImportResult,
-  formatReplay,
-  formatSearchResults,
-  formatStatus,
-} from './cli/format.js';
+import { registerCompactionCommands } from './cli/compactionCommands.js';
+import { formatImportResult, formatSearchResults, formatStatus } from './cli/format.js';
 import { registerKeyCommands } from './cli/keyCommands.js';
 import {
   adminConnection,
@@ -231,35 +216,7 @@ export function buildProgram(environment: CliEnv): Command {
       },
     );
 
-  const compactions = program.command('compactions').description('compaction records');
-  compactions
-    .command('list')
-    .description('list compactions, newest first (* = replayable)')
-    .addOption(keyOption())
-    .option(
-      '--status <list>',
-      'comma-separated statuses, e.g. fallback,failed,aborted',
-      listOf('--status', COMPACTION_STATUSES),
-    )
-    .option('--limit <n>', 'most rows (1-200)', positiveInt('--limit'))
-    .option('--json', 'print JSON')
-    .action(async (opts: { status?: string[]; limit?: number; json?: boolean }, cmd: Command) => {
-      const { compactions: rows } = await listCompactions(tenantConnection(conn(cmd)), {
-        ...(opts.status ? { status: opts.status } : {}),
-        ...(opts.limit ? { limit: opts.limit } : {}),
-      });
-      print(opts.json ? JSON.stringify(rows, null, 2) : formatCompactions(rows));
-    });
-  compactions
-    .command('replay <compactionId>')
-    .description('regenerate the summary of a fallback / failed / aborted compaction with the current summarizer')
-    .addOption(keyOption())
-    .option('--json', 'print JSON')
-    .action(async (compactionId: string, opts: { json?: boolean }, cmd: Command) => {
-      const result = await replayCompaction(tenantConnection(conn(cmd)), compactionId);
-      print(opts.json ? JSON.stringify(result, null, 2) : formatReplay(result));
-      if (result.status === 'failed') process.exitCode = 1;
-    });
+  registerCompactionCommands(program, conn, keyOption, print);
 
   return program;
 }

@@ -1,6 +1,7 @@
 // Text rendering for `dctx` (pure): search results, status, compaction lists, import summaries. Colour only when the
 // caller says the output is a terminal.
 import type {
+  CompactionReport,
   CompactionSummary,
   ConversationStatusBody,
   ReplayResult,
@@ -81,21 +82,39 @@ function table(header: string[], rows: string[][]): string {
   return [line(header), ...rows.map(line)].join('\n');
 }
 
+/** The record's error, else why the built-in compressor stood in for the configured engine (SPEC §10.3). */
+const reasonOf = (c: CompactionSummary): string =>
+  (c.error ?? c.engineFallback ?? '').replace(/\s+/g, ' ').slice(0, 80);
+
 export function formatCompactions(compactions: readonly CompactionSummary[]): string {
   if (compactions.length === 0) return 'No compactions.';
   return table(
-    ['ID', 'CONVERSATION', '#', 'TRIGGER', 'STATUS', 'TOKENS', 'CREATED', 'ERROR'],
+    ['ID', 'CONVERSATION', '#', 'TRIGGER', 'STATUS', 'ENGINE', 'TOKENS', 'CREATED', 'ERROR'],
     compactions.map((c) => [
       c.id,
       c.conversationId,
       String(c.seq),
       c.trigger,
       c.replayable ? `${c.status}*` : c.status,
+      c.engine,
       c.stats?.tokensBefore !== undefined ? `${int(c.stats.tokensBefore)} → ${int(c.stats.tokensAfter)}` : '-',
       c.createdAt,
-      c.error ? c.error.replace(/\s+/g, ' ').slice(0, 80) : '',
+      reasonOf(c),
     ]),
   );
+}
+
+/** One manual compaction's outcome: status, tokens, what was summarised, and the notice the user sees. */
+export function formatCompactionReport(r: CompactionReport): string {
+  const lines = [`Compaction ${r.compactionId} (${r.trigger}): ${r.status}${r.noopReason ? ` (${r.noopReason})` : ''}`];
+  if (r.stats && r.status !== 'noop') {
+    lines.push(`tokens       ${int(r.stats.tokensBefore)} → ${int(r.stats.tokensAfter)} (estimated)`);
+    lines.push(`summarised   ${int(r.stats.droppedCount)} messages`);
+  }
+  lines.push(`session      ${r.sessionId}`);
+  if (r.notice) lines.push(`notice       ${r.notice}`);
+  if (r.error) lines.push(`error        ${r.error}`);
+  return lines.join('\n');
 }
 
 export function formatReplay(result: ReplayResult): string {

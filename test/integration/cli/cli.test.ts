@@ -239,19 +239,16 @@ describe('dctx', () => {
     const empty = await dctx(['compactions', 'list'], asTenant());
     expect(empty.stdout.trim()).toBe('No compactions.');
 
-    const res = await fetch(`${gw.url}/v1/conversations/${conversationId}/compact`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${tenantKey}`, 'content-type': 'application/json' },
-      body: '{}',
-    });
-    const compaction = (await res.json()) as { compactionId: string; status: string };
+    const compacted = await dctx(['compact', conversationId, '--focus', 'the tests', '--json'], asTenant());
+    expect(compacted.code).toBe(0);
+    const compaction = JSON.parse(compacted.stdout) as { compactionId: string; status: string };
     expect(compaction.status).toBe('fallback');
 
     const listed = await dctx(['compactions', 'list', '--status', 'fallback,failed,aborted'], asTenant());
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/^ID\s+CONVERSATION\s+#\s+TRIGGER\s+STATUS/);
+    expect(listed.stdout).toMatch(/^ID\s+CONVERSATION\s+#\s+TRIGGER\s+STATUS\s+ENGINE/);
     expect(listed.stdout).toContain(compaction.compactionId);
-    expect(listed.stdout).toMatch(new RegExp(`${conversationId}\\s+1\\s+manual\\s+fallback\\*`));
+    expect(listed.stdout).toMatch(new RegExp(`${conversationId}\\s+1\\s+manual\\s+fallback\\*\\s+compressor`));
     const json = JSON.parse((await dctx(['compactions', 'list', '--json'], asTenant())).stdout);
     expect(json).toEqual([
       expect.objectContaining({ id: compaction.compactionId, trigger: 'manual', replayable: true }),
