@@ -47,6 +47,12 @@ export interface AlignInput extends CompactionRef {
   /** Create the compaction record first (patch `align-begins`); absent in older histories (beginCompaction ran). */
   begin?: Omit<BeginCompactionInput, keyof CompactionRef>;
   /**
+   * Resolve the tenant's `context.engine` first (SPEC §10.3) and return an engine other than the built-in one instead
+   * of a plan. Only workflow code that can run that engine asks (absent in older workflow code, so a rolling deploy
+   * never hands it a result without a plan).
+   */
+  chooseEngine?: boolean;
+  /**
    * The configured engine could not compress (SPEC §10.3): the built-in phases run whatever is configured, and this
    * line is recorded as the reason.
    */

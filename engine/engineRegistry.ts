@@ -29,6 +29,18 @@ export function engineFailedWarning(name: string): string {
   return `Context engine '${name}' failed to load; using the built-in compressor.`;
 }
 
+/**
+ * The host's lines (not texts of SPEC §16.5) for an engine that loaded but could not compress: its `compress()`
+ * threw, or it returned a transcript the host refuses. The reason itself stays in the record and the worker log.
+ */
+export function engineCompressFailedWarning(name: string): string {
+  return `Context engine '${name}' failed to compress; using the built-in compressor.`;
+}
+
+export function engineResultRefusedWarning(name: string): string {
+  return `Context engine '${name}' returned a transcript the host refuses; using the built-in compressor.`;
+}
+
 /** §10.3: the reserved name and names outside the `context.engine` pattern throw; re-registering replaces. */
 export function registerContextEngine(name: string, factory: ContextEngineFactory): void {
   if (name === BUILTIN_CONTEXT_ENGINE) throw new Error(RESERVED_ENGINE_NAME_ERROR);

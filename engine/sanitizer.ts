@@ -53,3 +53,44 @@ export function sanitizeToolPairs(messages: readonly ChatMessage[]): ChatMessage
   }
   return output;
 }
+
+/**
+ * Ids of tool calls and results that do not form an adjacent pair: a call whose results do not follow its assistant
+ * message directly (all of them, in any order) and a result that does not directly follow its call's message (or
+ * answers none, or answers a call twice). The calls of the last assistant message may still wait for their results
+ * (in flight), like §8.7's exemption. A result without an id counts as `#<index>`.
+ */
+export function unpairedToolIds(messages: readonly ChatMessage[]): Set<string> {
+  const unpaired = new Set<string>();
+  const seenCalls = new Set<string>();
+  let i = 0;
+  while (i < messages.length) {
+    const m = messages[i] as ChatMessage;
+    if (m.role === 'tool') {
+      unpaired.add(typeof m.tool_call_id === 'string' ? m.tool_call_id : `#${i}`);
+      i++;
+      continue;
+    }
+    if (!hasToolCalls(m)) {
+      i++;
+      continue;
+    }
+    const open = new Set<string>();
+    for (const call of m.tool_calls as ToolCall[]) {
+      const id = callId(call);
+      if (id === null) continue;
+      if (seenCalls.has(id) || open.has(id)) unpaired.add(id);
+      open.add(id);
+      seenCalls.add(id);
+    }
+    let j = i + 1;
+    for (; j < messages.length && (messages[j] as ChatMessage).role === 'tool'; j++) {
+      const id = (messages[j] as ChatMessage).tool_call_id;
+      if (typeof id === 'string' && open.delete(id)) continue;
+      unpaired.add(typeof id === 'string' ? id : `#${j}`);
+    }
+    if (j < messages.length) for (const id of open) unpaired.add(id);
+    i = j;
+  }
+  return unpaired;
+}

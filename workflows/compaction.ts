@@ -48,29 +48,23 @@ function failureType(err: unknown): string | null {
 
 type Phases = ReturnType<typeof phases>;
 
-/** The engine's compaction; an activity that failed for good is a fallback too (nothing was committed). */
-async function compressWithEngine(
+/** The engine's compaction (SPEC §10.3): one activity, which commits what the engine returned or falls back. */
+function compressWithEngine(
   summary: Phases['summary'],
   input: CompactionInput,
   engine: string,
 ): Promise<EngineCompressResult> {
-  try {
-    return await summary.engineCompress({
-      tenantId: input.tenantId,
-      compactionId: input.compactionId,
-      engine,
-      requiredGain: input.requiredGain,
-      newSessionId: input.inPlace ? null : input.newSessionId,
-      platform: input.platform,
-      contextLength: input.contextLength,
-      beforeRowId: input.beforeRowId,
-      force: input.trigger === 'manual',
-    });
-  } catch (err) {
-    return {
-      fallback: `Context engine '${engine}' failed to compress (${failureMessage(err)}); using the built-in compressor.`,
-    };
-  }
+  return summary.engineCompress({
+    tenantId: input.tenantId,
+    compactionId: input.compactionId,
+    engine,
+    requiredGain: input.requiredGain,
+    newSessionId: input.inPlace ? null : input.newSessionId,
+    platform: input.platform,
+    contextLength: input.contextLength,
+    beforeRowId: input.beforeRowId,
+    force: input.trigger === 'manual',
+  });
 }
 
 function engineOutcome(
@@ -113,15 +107,25 @@ export async function compactionWorkflow(input: CompactionInput): Promise<Compac
   };
   let aligned: Awaited<ReturnType<typeof phase.align>>;
   if (patched(ALIGN_BEGINS_PATCH)) {
-    aligned = await phase.align({ ...alignInput, begin });
+    aligned = await phase.align({ ...alignInput, begin, chooseEngine: true });
   } else {
     await phase.beginCompaction({ ...ref, ...begin });
     aligned = await phase.align(alignInput);
   }
   if (aligned.engine !== undefined) {
-    // SPEC §10.3: the tenant's engine compresses; if it cannot, the built-in phases run with the line recorded.
+    // SPEC §10.3: the tenant's engine compresses; if it cannot, the built-in phases run with the line recorded. An
+    // activity that failed for good (the store, not the engine) ends the compaction as `failed`, like a failed commit:
+    // it may have committed before its result was lost, so the built-in phases must not run on top of it.
     mark('running', `Compressing with context engine '${aligned.engine}'`);
-    const result = await compressWithEngine(summary, input, aligned.engine);
+    let result: EngineCompressResult;
+    try {
+      result = await compressWithEngine(summary, input, aligned.engine);
+    } catch (err) {
+      outcome.error = failureMessage(err);
+      await phase.recordCompactionEnd({ ...ref, status: 'failed', error: outcome.error, failureClass: null });
+      mark('failed', `Failed: ${outcome.error}`);
+      return outcome;
+    }
     if (result.fallback === null) return engineOutcome(outcome, result, mark);
     outcome.engineWarning = result.fallback;
     aligned = await phase.align({ ...alignInput, engineFallback: result.fallback });

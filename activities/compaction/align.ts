@@ -47,19 +47,22 @@ export function createAlignActivities(deps: SnapshotDeps & EngineDeps) {
           cut: stored.cut,
           inputRows: stored.inputRowIds.length,
           tokensBefore: stored.tokensBefore,
-          engineWarning: record.engine_fallback,
+          // The line only (the record may add the engine's reason, which stays out of Temporal).
+          engineWarning: input.engineFallback ?? record.engine_fallback,
         };
       }
-      let engineWarning = input.engineFallback ?? null;
-      if (engineWarning === null) {
+      // engineCompress recorded its own fallback (with the reason); a line of this resolution is recorded here.
+      let ownWarning: string | null = null;
+      if (input.engineFallback === undefined && input.chooseEngine) {
         const target = { tenantId: input.tenantId, sessionId: record.session_id, contextLength: input.contextLength };
         const choice = await chooseEngine(deps, target);
         if (choice.engine !== null) {
           return { noop: false, headEnd: 0, cut: 0, inputRows: 0, tokensBefore: 0, engine: choice.engine };
         }
-        engineWarning = choice.warning;
-        if (engineWarning !== null) logEngineFallback(engineWarning, input);
+        ownWarning = choice.warning;
+        if (ownWarning !== null) logEngineFallback(ownWarning, input);
       }
+      const engineWarning = input.engineFallback ?? ownWarning;
       const transcript = await loadTranscript(db, input.tenantId, record.session_id);
       // Hygiene compacts the history before the incoming message (SPEC §11.3); the rest is kept after the output.
       const end = input.beforeRowId ? transcript.findIndex((r) => r.id === input.beforeRowId) : -1;
@@ -85,7 +88,7 @@ export function createAlignActivities(deps: SnapshotDeps & EngineDeps) {
       };
       const patch: CompactionPatch = {
         plan: JSON.stringify(plan),
-        ...(engineWarning ? { engine_fallback: engineWarning } : {}),
+        ...(ownWarning ? { engine_fallback: ownWarning } : {}),
       };
       if (noop !== false) {
         Object.assign(patch, {

@@ -36,9 +36,13 @@ export async function tenantEngineSettings(
       config: resolveTenantCompressionConfig(baseConfig, stored?.policy),
     };
   } catch (err) {
-    // A stored policy is validated on write; one that no longer validates must not stop the compaction.
-    if (err instanceof ConfigError) return { name: baseName, config: baseConfig };
-    throw err;
+    // A stored policy is validated on write; one that no longer validates must not stop the compaction (said, not
+    // silent: SPEC §10.3).
+    if (!(err instanceof ConfigError)) throw err;
+    Context.current().log.warn(
+      `Tenant '${tenantId}': stored policy no longer validates (${err.message}); using config.yaml`,
+    );
+    return { name: baseName, config: baseConfig };
   }
 }
 
@@ -76,8 +80,12 @@ export async function engineForSession(
 }
 
 /** The §10.3 line in the worker's log (the record and a notice carry it too). */
-export function logEngineFallback(line: string, ids: { tenantId: string; compactionId: string }): void {
-  Context.current().log.warn(line, ids);
+export function logEngineFallback(
+  line: string,
+  context: { tenantId: string; compactionId: string; reason?: string },
+): void {
+  const { tenantId, compactionId, reason } = context;
+  Context.current().log.warn(line, { tenantId, compactionId, ...(reason ? { reason } : {}) });
 }
 
 /**

@@ -16,12 +16,15 @@ import {
   type CompressionStats,
   canonicalJson,
   carriedIndexes,
+  engineCompressFailedWarning,
+  engineNotFoundWarning,
+  engineResultRefusedWarning,
   estimateMessagesTokensRough,
   isSummaryMessage,
-  sanitizeToolPairs,
   splitSummaryMessage,
   summaryText,
   unchangedStats,
+  unpairedToolIds,
 } from '../../engine/index.js';
 import { commitCompaction } from '../../infra/db/compactionCommit/index.js';
 import { isCommitted, updateCompaction } from '../../infra/db/compactions.js';
@@ -30,18 +33,20 @@ import type { CompactionRow } from '../../infra/db/schema.js';
 import { type EngineDeps, engineForSession, logEngineFallback, tenantEngineSettings } from './engineChoice.js';
 import { requireRecord } from './record.js';
 
-/** What is wrong with an engine's result, or null: the host commits only chat messages with whole tool-call pairs. */
-export function engineOutputProblem(output: unknown): string | null {
+/**
+ * What is wrong with an engine's result, or null. The host commits only chat messages (SPEC §1.2) and no tool call
+ * separated from its result that the input kept together (each call's results right after its message).
+ */
+export function engineOutputProblem(output: unknown, input: readonly ChatMessage[]): string | null {
   if (!Array.isArray(output)) return 'compress() must return an array of messages';
   if (output.length === 0) return 'compress() returned no messages';
   for (let i = 0; i < output.length; i++) {
     const problem = chatMessageProblem(output[i], `messages[${i}]`);
     if (problem) return problem;
   }
-  const messages = output as ChatMessage[];
-  if (canonicalJson(sanitizeToolPairs(messages)) !== canonicalJson(messages)) {
-    return 'a tool call is separated from its result';
-  }
+  const before = unpairedToolIds(input);
+  const split = [...unpairedToolIds(output as ChatMessage[])].filter((id) => !before.has(id));
+  if (split.length > 0) return `a tool call is separated from its result (${split.slice(0, 3).join(', ')})`;
   return null;
 }
 
@@ -81,9 +86,14 @@ function recordedResult(record: CompactionRow): EngineCompressResult | null {
 export function createEngineCompressActivities(deps: EngineDeps) {
   const { db } = deps;
 
-  async function fallBack(input: EngineCompressInput, line: string): Promise<EngineCompressResult> {
-    logEngineFallback(line, input);
-    await updateCompaction(db, input.tenantId, input.compactionId, { engine_fallback: line });
+  /**
+   * Nothing was written: the built-in phases take over. The line (no content: it travels through Temporal and is a
+   * notice) goes back; the reason (the engine's error may quote the transcript) stays in the record and the log.
+   */
+  async function fallBack(input: EngineCompressInput, line: string, reason?: string): Promise<EngineCompressResult> {
+    logEngineFallback(line, { ...input, ...(reason ? { reason } : {}) });
+    const recorded = reason ? `${line} Reason: ${reason}` : line;
+    await updateCompaction(db, input.tenantId, input.compactionId, { engine_fallback: recorded });
     return { fallback: line };
   }
 
@@ -112,9 +122,7 @@ export function createEngineCompressActivities(deps: EngineDeps) {
       const settings = await tenantEngineSettings(deps, input.tenantId);
       const target = { ...input, sessionId: record.session_id, name, config: settings.config };
       const { loaded, summarizerCalls } = await engineForSession(deps, target);
-      if (loaded.origin === 'builtin') {
-        return fallBack(input, loaded.warning ?? `Context engine '${name}' not found; using the built-in compressor.`);
-      }
+      if (loaded.origin === 'builtin') return fallBack(input, loaded.warning ?? engineNotFoundWarning(name));
       const transcript = await loadTranscript(db, input.tenantId, record.session_id);
       const end = input.beforeRowId ? transcript.findIndex((r) => r.id === input.beforeRowId) : -1;
       const rows = end >= 0 ? transcript.slice(0, end) : transcript;
@@ -122,25 +130,17 @@ export function createEngineCompressActivities(deps: EngineDeps) {
       const tokensBefore = estimateMessagesTokensRough(messages);
       let output: unknown;
       try {
-        output = await loaded.engine.compress(messages, {
+        // A copy: what the engine does to its input never reaches the commit's matching or the no-op check.
+        output = await loaded.engine.compress(structuredClone(messages), {
           currentTokens: tokensBefore,
           ...(record.focus_topic ? { focusTopic: record.focus_topic } : {}),
           force: input.force,
         });
       } catch (err) {
-        const reason = err instanceof Error ? err.message : String(err);
-        return fallBack(
-          input,
-          `Context engine '${name}' failed to compress (${reason}); using the built-in compressor.`,
-        );
+        return fallBack(input, engineCompressFailedWarning(name), err instanceof Error ? err.message : String(err));
       }
-      const problem = engineOutputProblem(output);
-      if (problem) {
-        return fallBack(
-          input,
-          `Context engine '${name}' returned a transcript the host refuses (${problem}); using the built-in compressor.`,
-        );
-      }
+      const problem = engineOutputProblem(output, messages);
+      if (problem) return fallBack(input, engineResultRefusedWarning(name), problem);
       const result = output as ChatMessage[];
       const summarizerCalled = summarizerCalls.count > 0;
       if (canonicalJson(result) === canonicalJson(messages)) {
@@ -163,8 +163,8 @@ export function createEngineCompressActivities(deps: EngineDeps) {
       if (input.requiredGain !== null && stats.tokensBefore - stats.tokensAfter < input.requiredGain) {
         return finish(input, 'rejected', stats, summarizerCalled, record.session_id);
       }
-      await updateCompaction(db, input.tenantId, input.compactionId, { engine: name });
       const commit = {
+        engine: name,
         compactionId: input.compactionId,
         expectedRowIds: rows.map((r) => r.id),
         inputMessages: messages,

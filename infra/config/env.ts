@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { DEFAULT_PLUGIN_DIR } from '../plugins/pluginDir.js';
 import { EnvError, type EnvProblem } from './envError.js';
 import { HTTP_URL_PATTERN } from './fieldRules.js';
 import { LIMIT_KEYS, NO_LIMITS, parseLimitsText, type RequestLimits } from './requestLimits.js';
@@ -97,7 +98,7 @@ const VARIABLES = {
   DURABLE_CONTEXT_PLUGIN_DIR: {
     expected: 'a directory path',
     schema: z.string().transform((path) => resolve(path)),
-    fallback: resolve(CHECKOUT, 'plugins', 'context_engine'),
+    fallback: DEFAULT_PLUGIN_DIR,
   } satisfies Variable<string>,
   // The gateway
   DURABLE_CONTEXT_ADMIN_KEY: token('a key without whitespace', null),

@@ -4,7 +4,7 @@
 // in engine/; the workflow never loads a plugin (DESIGN.md §3): the compaction activities do.
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import {
   BUILTIN_CONTEXT_ENGINE,
   CONTEXT_ENGINE_NAME_PATTERN,
@@ -14,9 +14,10 @@ import {
   isContextEngine,
   resolveContextEngineDetailed,
 } from '../../engine/index.js';
+import { DEFAULT_PLUGIN_DIR } from './pluginDir.js';
 
-/** Where plugins are looked for unless DURABLE_CONTEXT_PLUGIN_DIR says otherwise: the checkout's `plugins/context_engine/`. */
-export const DEFAULT_PLUGIN_DIR = fileURLToPath(new URL('../../plugins/context_engine', import.meta.url));
+export { DEFAULT_PLUGIN_DIR };
+
 /** The entry module of a plugin (SPEC §10.3, §16.4). */
 export const PLUGIN_ENTRY = 'index.js';
 

@@ -109,7 +109,7 @@ export function formatCompactionReport(r: CompactionReport): string {
   const lines = [`Compaction ${r.compactionId} (${r.trigger}): ${r.status}${r.noopReason ? ` (${r.noopReason})` : ''}`];
   if (r.stats && r.status !== 'noop') {
     lines.push(`tokens       ${int(r.stats.tokensBefore)} → ${int(r.stats.tokensAfter)} (estimated)`);
-    lines.push(`summarised   ${int(r.stats.droppedCount)} messages`);
+    lines.push(`replaced     ${int(r.stats.droppedCount)} messages (archived, still searchable)`);
   }
   lines.push(`session      ${r.sessionId}`);
   if (r.notice) lines.push(`notice       ${r.notice}`);

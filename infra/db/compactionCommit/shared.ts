@@ -265,6 +265,7 @@ export async function finishCompaction(tx: Kysely<Database>, tenantId: string, w
       summary_body: input.summaryBody,
       stats: JSON.stringify({ ...input.stats, commit: note }),
       compacted_row_ids: w.compactedRowIds,
+      ...(input.engine ? { engine: input.engine, engine_fallback: null } : {}),
       // `error` is kept: for a fallback it says why the summary failed (the operator's reason to replay).
       completed_at: sql`now()`,
       updated_at: sql`now()`,

@@ -19,6 +19,11 @@ export interface CommitInput extends CompactedTranscript {
   stats: StoredStats;
   /** The session's source; defaults to the stored one. */
   platform?: string;
+  /**
+   * The plugin or registered engine that produced `output` (SPEC §10.3), recorded in the commit's transaction (an
+   * earlier attempt's fallback line is cleared); absent: the built-in phases (`compressor`).
+   */
+  engine?: string;
 }
 
 export interface InPlaceCommit extends CommitInput {

@@ -8,5 +8,7 @@ export function keptRange(
   messages: readonly ChatMessage[],
   limits: { protectFirstN: number; protectLastN: number },
 ): { headEnd: number; tailStart: number };
+/** The pointer's role between the messages before and after it. */
+export function pointerRole(before: string | undefined, after: string | undefined): 'user' | 'assistant';
 /** The factory SPEC §10.3 calls with the built-in engine's constructor arguments. */
 export default function createArchiveOnlyEngine(options: ContextCompressorOptions): ContextEngine;

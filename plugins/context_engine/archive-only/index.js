@@ -40,6 +40,19 @@ export function keptRange(messages, limits) {
 }
 
 /**
+ * The pointer's role: never the same as the message before it, and not the same as the message after it when that can
+ * be avoided (after a user message it is the assistant; at the start, a user message).
+ * @param {string | undefined} before
+ * @param {string | undefined} after
+ * @returns {'user' | 'assistant'}
+ */
+export function pointerRole(before, after) {
+  if (before === 'user') return 'assistant';
+  if (before === undefined || before === 'system') return 'user';
+  return after === 'user' ? 'assistant' : 'user';
+}
+
+/**
  * @param {{ model: string, contextLength: number, provider?: string, config?: Record<string, any> }} options
  */
 export default function createArchiveOnlyEngine(options) {
@@ -70,10 +83,9 @@ export default function createArchiveOnlyEngine(options) {
       if (archived.length === 0 || (archived.length === 1 && isPointer(archived[0]))) return messages.slice();
       const earlier = archived.filter((m) => !isPointer(m)).length;
       const focus = compressOptions.focusTopic ? ` Focus asked for: ${compressOptions.focusTopic}.` : '';
-      const lastHeadRole = messages[headEnd - 1]?.role;
       /** @type {ChatMessage} */
       const pointer = {
-        role: lastHeadRole === 'user' ? 'assistant' : 'user',
+        role: pointerRole(messages[headEnd - 1]?.role, messages[tailStart]?.role),
         content:
           `${ARCHIVE_MARKER} ${earlier} earlier message(s) of this conversation were moved to its archive ` +
           'without summarising. They are stored unchanged and can be searched; ask for them if you need them.' +

@@ -10,12 +10,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Summarizer } from '../../../engine/index.js';
+import { createCompactionActivities } from '../../../activities/compaction/index.js';
+import { type Summarizer, unpairedToolIds } from '../../../engine/index.js';
+import { loadTranscript } from '../../../infra/db/messages.js';
 import { searchMessages } from '../../../infra/db/search/index.js';
 import { compactionWorkflowId } from '../../../workflows/ids.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { createTestStack, type TestStack, workflowBundle } from '../../support/harness/temporal.js';
 import { activeTranscript, agentTranscript, allRows, batch, compactionsOf, eventsOf, newTenant } from './transcript.js';
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const SHIPPED = fileURLToPath(new URL('../../../plugins/context_engine/archive-only', import.meta.url));
 
@@ -43,6 +47,13 @@ beforeAll(async () => {
   plugin(
     'throws-on-compress',
     `export default () => ({ ${ENGINE_SHAPE}, compress: async () => { throw new Error('plugin bug'); } });`,
+  );
+  // Keeps every message, but puts the first tool result after the next message: the pair is no longer adjacent.
+  plugin(
+    'moves-a-result',
+    `export default () => ({ ${ENGINE_SHAPE}, compress: async (messages) => {
+      const out = messages.slice(); const i = out.findIndex((m) => m.role === 'tool');
+      const [result] = out.splice(i, 1); out.splice(i + 1, 0, result); return out; } });`,
   );
   plugin(
     'splits-tool-pairs',
@@ -95,7 +106,8 @@ describe('context.engine names a plugin: its compress() runs in the compaction w
       expect.stringMatching(/^\[ARCHIVED CONTEXT\] 25 earlier message\(s\)/),
       ...messages.slice(29).map((m) => m.content),
     ]);
-    expect(live[4]?.role).toBe('user');
+    // Between a tool result and a user message the pointer speaks as the assistant.
+    expect(live[4]?.role).toBe('assistant');
     const archived = (await allRows(testDb.db, t)).filter((r) => r.compacted);
     expect(archived).toHaveLength(25);
     expect(archived.every((r) => !r.active)).toBe(true);
@@ -122,6 +134,60 @@ describe('context.engine names a plugin: its compress() runs in the compaction w
     const pointers = live.filter((r) => (r.content ?? '').startsWith('[ARCHIVED CONTEXT]'));
     expect(pointers).toHaveLength(1);
     expect(live.at(-1)?.content).toMatch(/^later 2 done/);
+  });
+});
+
+describe('the host’s rules hold for a plugin’s result', () => {
+  it('compression.in_place: false — the result goes to a new session (SPEC §13.3); the old rows stay in the old one', async () => {
+    const { t, result, record } = await compactedConversation({ in_place: false, context: { engine: 'archive-only' } });
+    expect(result.status).toBe('committed');
+    expect(record).toMatchObject({ engine: 'archive-only', in_place: false, new_session_id: result.sessionId });
+    expect(result.sessionId).not.toBe(record?.session_id);
+    const live = await activeTranscript(testDb.db, t, result.sessionId);
+    expect(live).toHaveLength(9);
+    expect(live.filter((r) => (r.content ?? '').startsWith('[ARCHIVED CONTEXT]'))).toHaveLength(1);
+    const [event] = await eventsOf(testDb.db, t);
+    expect(event?.payload).toMatchObject({ in_place: false, old_session_id: record?.session_id });
+  });
+
+  it('SPEC §19 min_gain_tokens: an automatic result that saves too little is recorded as rejected, nothing changes', async () => {
+    const t = await newTenant(testDb.db, {
+      protect_last_n: 4,
+      min_gain_tokens: 1_000_000,
+      context: { engine: 'archive-only' },
+    });
+    const conv = randomUUID();
+    const CTX100K = { model: 'acme-chat', contextLength: 100_000 };
+    await stack.client.submit(t, conv, batch(agentTranscript(8)), CTX100K);
+    const reported = agentTranscript(1, { tag: 'reported' }).slice(1);
+    await stack.client.submit(t, conv, batch(reported, { prompt_tokens: 75_000 }), CTX100K);
+    const status = await stack.client.settled(t, conv);
+    expect(status.lastCompaction).toMatchObject({ trigger: 'post_response', status: 'rejected' });
+    const [record] = await compactionsOf(testDb.db, t);
+    expect(record).toMatchObject({ status: 'rejected', engine: 'archive-only', compacted_row_ids: [] });
+    expect((await allRows(testDb.db, t)).every((r) => r.active && !r.compacted)).toBe(true);
+    expect(await eventsOf(testDb.db, t)).toEqual([]);
+  });
+
+  it('engineCompress retried after its commit returns the committed outcome and writes nothing again', async () => {
+    const { t, result, record } = await compactedConversation({ context: { engine: 'archive-only' } });
+    const rowsBefore = await allRows(testDb.db, t);
+    const acts = createCompactionActivities({ db: testDb.db, summarizer: null, pluginDir });
+    const again = await acts.engineCompress({
+      tenantId: t,
+      compactionId: record!.id,
+      engine: 'archive-only',
+      requiredGain: null,
+      newSessionId: null,
+      platform: 'api',
+      contextLength: 100_000,
+      beforeRowId: null,
+      force: true,
+    });
+    expect(again).toMatchObject({ fallback: null, status: 'committed', sessionId: result.sessionId });
+    expect(again.fallback === null && again.stats).toMatchObject({ droppedCount: 25, summary: null });
+    expect(await allRows(testDb.db, t)).toEqual(rowsBefore);
+    expect(await eventsOf(testDb.db, t)).toHaveLength(1);
   });
 });
 
@@ -205,24 +271,26 @@ describe('the built-in compressor takes over, never silently', () => {
   });
 
   it.each([
-    ['throws-on-compress', "Context engine 'throws-on-compress' failed to compress (plugin bug)"],
-    ['splits-tool-pairs', "Context engine 'splits-tool-pairs' returned a transcript the host refuses"],
-  ])('%s: nothing of the plugin is committed; the built-in summary is, with the line', async (name, start) => {
+    ['throws-on-compress', 'failed to compress', 'plugin bug'],
+    ['splits-tool-pairs', 'returned a transcript the host refuses', 'a tool call is separated from its result'],
+    ['moves-a-result', 'returned a transcript the host refuses', 'a tool call is separated from its result'],
+  ])('%s: nothing of the plugin is committed; the built-in summary is, with the line', async (name, what, reason) => {
     const { t, conv, result, record } = await compactedConversation({ context: { engine: name } });
+    const line = `Context engine '${name}' ${what}; using the built-in compressor.`;
     expect(result.status).toBe('committed');
     expect(record?.engine).toBe('compressor');
-    expect(record?.engine_fallback).toMatch(
-      new RegExp(`^${start.replace(/[()]/g, '\\$&')}.*using the built-in compressor\\.$`),
-    );
+    // The reason (which may quote the transcript) stays in the record; the notice is the line alone.
+    expect(record?.engine_fallback).toMatch(new RegExp(`^${escapeRegExp(line)} Reason: ${escapeRegExp(reason)}`));
     expect(record?.summary_body).toContain('from the LLM');
-    // Every tool call in the live transcript still has its result (the plugin's output was refused).
-    const live = await activeTranscript(testDb.db, t, result.sessionId);
-    expect(live.filter((r) => r.role === 'tool').length).toBeGreaterThan(0);
-    expect((await stack.client.status(t, conv)).notices.some((n) => n.startsWith(start))).toBe(true);
+    // Every tool call of the live transcript is directly followed by its result (the plugin's output was refused).
+    const live = (await loadTranscript(testDb.db, t, result.sessionId)).map((r) => r.message);
+    expect(live.filter((m) => m.role === 'tool').length).toBeGreaterThan(0);
+    expect([...unpairedToolIds(live)]).toEqual([]);
+    expect((await stack.client.status(t, conv)).notices).toContain(line);
     await replays(t, record as { session_id: string; seq: number });
   });
 
-  it('`compressor` (the default) never consults the plugin directory and records no line', async () => {
+  it('`compressor` (the default) records the built-in engine and no line', async () => {
     const { result, record } = await compactedConversation({});
     expect(result.status).toBe('committed');
     expect(record).toMatchObject({ engine: 'compressor', engine_fallback: null });

@@ -32,7 +32,7 @@ describe('formatCompactionReport', () => {
       [
         'Compaction c-1 (manual): committed',
         'tokens       40,723 → 14,166 (estimated)',
-        'summarised   116 messages',
+        'replaced     116 messages (archived, still searchable)',
         'session      s-1',
       ].join('\n'),
     );

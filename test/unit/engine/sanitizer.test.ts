@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ORPHAN_CALL_STUB, sanitizeToolPairs } from '../../../engine/index.js';
+import { ORPHAN_CALL_STUB, sanitizeToolPairs, unpairedToolIds } from '../../../engine/index.js';
 import { asst, call, expectSameObjects, sys, tool, user } from './builders.js';
 
 const stub = (id: string) => ({ role: 'tool', tool_call_id: id, content: ORPHAN_CALL_STUB });
@@ -48,5 +48,32 @@ describe('sanitizeToolPairs (§8.7)', () => {
     const before = structuredClone(list);
     sanitizeToolPairs(list);
     expect(list).toEqual(before);
+  });
+});
+
+describe('unpairedToolIds (adjacent call/result pairs)', () => {
+  const ids = (...messages: Parameters<typeof unpairedToolIds>[0]) => [...unpairedToolIds(messages)].sort();
+
+  it('is empty for calls followed directly by all their results, in any order', () => {
+    expect(ids(user('q'), asst(null, [call('a'), call('b')]), tool('b', 'B'), tool('a', 'A'), asst('done'))).toEqual(
+      [],
+    );
+  });
+
+  it('names a result that does not follow its call, a call without its results, and a result of no call', () => {
+    expect(ids(user('q'), asst(null, [call('a')]), user('between'), tool('a', 'A'))).toEqual(['a']);
+    expect(ids(user('q'), tool('a', 'A'), asst(null, [call('a')]), user('x'))).toEqual(['a']);
+    expect(ids(user('q'), asst(null, [call('a'), call('b')]), tool('a', 'A'), user('x'))).toEqual(['b']);
+    expect(ids(user('q'), tool('zz', 'Z'))).toEqual(['zz']);
+  });
+
+  it('a repeated call id or a second result for one call is unpaired', () => {
+    expect(ids(asst(null, [call('a')]), tool('a', 'A'), asst(null, [call('a')]), tool('a', 'A'))).toEqual(['a']);
+    expect(ids(asst(null, [call('a')]), tool('a', 'A'), tool('a', 'A again'), user('x'))).toEqual(['a']);
+  });
+
+  it('the last assistant message’s calls may still wait for their results (in flight)', () => {
+    expect(ids(user('q'), asst(null, [call('a'), call('b')]))).toEqual([]);
+    expect(ids(user('q'), asst(null, [call('a'), call('b')]), tool('a', 'A'))).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import type { ChatMessage } from '../../../engine/index.js';
 import createArchiveOnlyEngine, {
   ARCHIVE_MARKER,
   keptRange,
+  pointerRole,
 } from '../../../plugins/context_engine/archive-only/index.js';
 
 function call(id: string): ChatMessage[] {
@@ -61,7 +62,7 @@ describe('archive-only', () => {
       role: 'user',
       content: `${ARCHIVE_MARKER} 4 earlier message(s) of this conversation were moved to its archive without summarising. They are stored unchanged and can be searched; ask for them if you need them. Focus asked for: the listing.`,
     });
-    expect(engineOutputProblem(out)).toBeNull();
+    expect(engineOutputProblem(out, conversation)).toBeNull();
     expect(engine.getStatus().compression_count).toBe(1);
   });
 
@@ -84,22 +85,49 @@ describe('archive-only', () => {
   });
 });
 
+describe('pointerRole', () => {
+  it.each([
+    ['user', 'user', 'assistant'],
+    ['user', 'assistant', 'assistant'],
+    [undefined, 'user', 'user'],
+    ['system', 'assistant', 'user'],
+    ['tool', 'user', 'assistant'],
+    ['tool', 'assistant', 'user'],
+    ['assistant', 'assistant', 'user'],
+    ['assistant', 'user', 'assistant'],
+  ])('between %s and %s: %s', (before, after, role) => {
+    expect(pointerRole(before, after)).toBe(role);
+  });
+});
+
 describe('engineOutputProblem (what the host refuses to commit from an engine)', () => {
-  it('names the field, or the split pair', () => {
-    expect(engineOutputProblem('x')).toBe('compress() must return an array of messages');
-    expect(engineOutputProblem([])).toBe('compress() returned no messages');
-    expect(engineOutputProblem([{ role: 'robot', content: 'x' }])).toBe(
+  const q: ChatMessage = { role: 'user', content: 'q' };
+  const [callC, resultC] = call('c') as [ChatMessage, ChatMessage];
+
+  it('names the field', () => {
+    expect(engineOutputProblem('x', [])).toBe('compress() must return an array of messages');
+    expect(engineOutputProblem([], [])).toBe('compress() returned no messages');
+    expect(engineOutputProblem([{ role: 'robot', content: 'x' }], [])).toBe(
       'messages[0].role must be one of system, user, assistant, tool',
     );
-    expect(engineOutputProblem([{ role: 'user' }])).toBe('messages[0].content is required (use null for none)');
-    expect(engineOutputProblem([{ role: 'user', content: 'q' }, call('c')[1]])).toBe(
-      'a tool call is separated from its result',
-    );
-    expect(engineOutputProblem([call('c')[0], { role: 'user', content: 'q' }])).toBe(
-      'a tool call is separated from its result',
-    );
-    // A call at the very end may still wait for its result (SPEC §8.7 exempts the last message).
-    expect(engineOutputProblem([{ role: 'user', content: 'q' }, call('c')[0]])).toBeNull();
-    expect(engineOutputProblem(conversation)).toBeNull();
+    expect(engineOutputProblem([{ role: 'user' }], [])).toBe('messages[0].content is required (use null for none)');
+  });
+
+  it('refuses a call cut from its result, or a result moved away from its call', () => {
+    const input = [q, callC, resultC, q];
+    const split = 'a tool call is separated from its result (c)';
+    expect(engineOutputProblem([q, resultC, q], input)).toBe(split);
+    expect(engineOutputProblem([callC, q, q], input)).toBe(split);
+    // Both kept, but the pointer put between them, or the result before its call: still separated.
+    expect(engineOutputProblem([q, callC, q, resultC, q], input)).toBe(split);
+    expect(engineOutputProblem([q, resultC, callC, q], input)).toBe(split);
+    expect(engineOutputProblem(input, input)).toBeNull();
+    expect(engineOutputProblem(conversation, conversation)).toBeNull();
+  });
+
+  it('accepts a call at the very end still waiting for its result, and what the input already had', () => {
+    expect(engineOutputProblem([q, callC], [q, callC])).toBeNull();
+    // An irregularity the stored transcript already had is not the engine's doing.
+    expect(engineOutputProblem([q, resultC, q], [q, resultC, q, q])).toBeNull();
   });
 });
