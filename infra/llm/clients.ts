@@ -79,6 +79,11 @@ export function accountOf(apiKey: string): string {
   return createHash('sha256').update(apiKey).digest('hex').slice(0, 16);
 }
 
+/** The account a provider's requests go to (SPEC §15.1 replay origins): its `account` label, else its key's fingerprint. */
+export function providerAccount(provider: Pick<ProviderConfig, 'account'>, apiKey: string | null): string | null {
+  return provider.account ?? (apiKey === null ? null : accountOf(apiKey));
+}
+
 /**
  * A client for one provider. Throws `ProviderKeyMissingError` when the provider's key variable is unset, so a
  * missing key surfaces when the provider is used, not at start-up.
@@ -91,7 +96,7 @@ export function createProviderClient(provider: ProviderConfig, options: ClientOp
     id: provider.id,
     api: provider.api,
     baseUrl,
-    account: provider.account ?? (apiKey === null ? null : accountOf(apiKey)),
+    account: providerAccount(provider, apiKey),
     cachingRoute: provider.cachingRoute,
     timeoutMs: options.timeoutMs,
   };

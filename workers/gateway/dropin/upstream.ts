@@ -7,7 +7,7 @@ import { MAX_BATCH_MESSAGES, validateSubmit } from '../../../contracts/validatio
 import type { CacheTtl } from '../../../engine/index.js';
 import type { ReplayOrigin } from '../../../engine/nativeCompaction.js';
 import type { ChatMessage } from '../../../engine/types.js';
-import { accountOf, createAnthropicClient, createOpenAIClient } from '../../../infra/llm/clients.js';
+import { createAnthropicClient, createOpenAIClient, providerAccount } from '../../../infra/llm/clients.js';
 import { providerApiKey } from '../../../infra/llm/providerKeys.js';
 import {
   type ProviderConfig,
@@ -83,8 +83,7 @@ export class Upstreams<K extends ProviderKind> {
    * `clientFor`, which refuses a provider without its key.
    */
   originOf(provider: ProviderConfig): ReplayOrigin {
-    const apiKey = providerApiKey(provider, this.deps.env ?? process.env);
-    const account = provider.account ?? (apiKey === null ? null : accountOf(apiKey));
+    const account = providerAccount(provider, providerApiKey(provider, this.deps.env ?? process.env));
     return { provider: provider.id, baseUrl: provider.baseUrl, account };
   }
 
