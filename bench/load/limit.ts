@@ -8,7 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { createDb } from '../../infra/db/connect.js';
 import { createConversation } from '../../infra/db/conversations.js';
-import { insertMessageRows } from '../../infra/db/messages.js';
+import { insertMessageRows } from '../../infra/db/messageInsert.js';
 import { withTenant } from '../../infra/db/tenant.js';
 import { ConversationScript, type ScriptOptions } from './messages.js';
 import type { BenchTenant } from './setup.js';

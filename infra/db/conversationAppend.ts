@@ -13,8 +13,8 @@ import {
   totalsAfterAppend,
   totalsOf,
 } from './conversations.js';
+import { insertMessageRows, type RowTarget } from './messageInsert.js';
 import { fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
-import { insertMessageRows, type RowTarget } from './messages.js';
 import type { ConversationRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
 import { IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';

@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely';
 import { checkSummaryIndex, planRotation } from '../../../engine/commit/plan.js';
 import { isCommitted } from '../compactions.js';
-import { insertMessageRows } from '../messages.js';
+import { insertMessageRows } from '../messageInsert.js';
 import type { Database } from '../schema.js';
 import { rotateSession } from '../sessions.js';
 import { type WriteRetryOptions, withTenantWrite } from '../writeRetry.js';
