@@ -9,9 +9,12 @@
 // The parts (bench/load/): stack.ts (start or attach), setup.ts (tenants, conversations), messages.ts (the batches),
 // ingest.ts (the load and the status reads), applied.ts (processing lag), integrity.ts (lost / duplicated),
 // limit.ts (physical limit), cpu.ts (CPU share), ingestBench.ts and chatBench.ts (the two scenarios), report.ts.
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { runChatBench } from './load/chatBench.js';
 import { runIngestBench } from './load/ingestBench.js';
+import { printProfile } from './load/profile.js';
 import { attachStack, closeStartedStacks, type Stack, startStack } from './load/stack.js';
 
 const positive = (name: string) => (text: string) => {
@@ -63,6 +66,10 @@ const program = new Command('bench:load')
     positive('--compact-every'),
     8,
   )
+  .option(
+    '--cpu-prof <dir>',
+    "write a V8 CPU profile of the product's process to <dir> and print where its time went (not with --url)",
+  )
   .option('--url <url>', 'use a running gateway instead of starting the stack')
   .addOption(new Option('--admin-key <key>', 'the running gateway’s admin key (with --url)'))
   .option('--database-url <url>', 'with --url: its database (owner role), for lag, row counts and the limit');
@@ -85,6 +92,7 @@ export type LoadOptions = {
   chatSeconds: number;
   summaryDelayMs: number;
   compactEvery: number;
+  cpuProf?: string;
   url?: string;
   adminKey?: string;
   databaseUrl?: string;
@@ -98,6 +106,10 @@ async function main(): Promise<void> {
   const options = program.opts<LoadOptions>();
   if (options.url && !options.adminKey) program.error('--url needs --admin-key');
   if (options.url && options.chat) program.error('--chat starts its own stack (its providers point at the fakes)');
+  if (options.url && options.cpuProf) program.error('--cpu-prof profiles a stack this run starts (not with --url)');
+  const cpuProfileDir = options.cpuProf ? resolve(options.cpuProf) : undefined;
+  if (cpuProfileDir) mkdirSync(cpuProfileDir, { recursive: true });
+  const profiled = cpuProfileDir ? { cpuProfileDir } : {};
   let stack: Stack | null = null;
   // Cleanup runs once, whoever asks first (the end, a failure, Ctrl-C); a second Ctrl-C exits without waiting.
   let cleaning: Promise<void> | null = null;
@@ -118,10 +130,14 @@ async function main(): Promise<void> {
   let code = 0;
   try {
     if (options.chat) {
-      await runChatBench(options, (config) => startStack({ ...config, log: progress }).then((s) => (stack = s)), {
-        log,
-        progress,
-      });
+      await runChatBench(
+        options,
+        (config) => startStack({ ...config, ...profiled, log: progress }).then((s) => (stack = s)),
+        {
+          log,
+          progress,
+        },
+      );
     } else {
       stack = options.url
         ? await attachStack({
@@ -129,7 +145,7 @@ async function main(): Promise<void> {
             adminKey: options.adminKey!,
             ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
           })
-        : await startStack({ log: progress });
+        : await startStack({ ...profiled, log: progress });
       await runIngestBench(options, stack, { log, progress });
     }
   } catch (err) {
@@ -141,6 +157,8 @@ async function main(): Promise<void> {
   }
   if (signals > 0) return;
   await cleanup();
+  // The product's process writes its profile when it exits, i.e. once the stack is closed.
+  if (cpuProfileDir && code === 0) printProfile(cpuProfileDir, log, (stack as Stack | null)?.readyAfterMs ?? 0);
   process.exit(code);
 }
 

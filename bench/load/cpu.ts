@@ -181,8 +181,12 @@ export function sampleCpu(options: { rootPid: number | null; db: pg.Pool | null;
     const addProcess = (pid: number, group: CpuGroup) =>
       units.set(String(pid), { group, stat: byPid.get(pid) ?? readStat(pid) });
     if (options.rootPid !== null) {
-      addProcess(options.rootPid, 'tsx wrapper');
-      for (const p of descendants(options.rootPid, processes)) {
+      const below = descendants(options.rootPid, processes);
+      // A profiled run (--cpu-prof) starts node itself: the root is the product's process, no tsx wrapper above it.
+      if (byPid.get(options.rootPid)?.comm === 'node' && !below.some((p) => p.comm === 'node')) {
+        for (const [key, unit] of threadsOf(options.rootPid)) units.set(key, unit);
+      } else addProcess(options.rootPid, 'tsx wrapper');
+      for (const p of below) {
         if (p.comm === 'temporal') {
           addProcess(p.pid, 'Temporal dev server');
           const written = writtenBytes(p.pid);

@@ -34,6 +34,8 @@ export interface Stack {
   rootPid: number | null;
   /** The last lines dev.ts wrote to stderr (warnings, errors); empty for a running gateway. */
   stderr(): string;
+  /** How long dev.ts took from its start to `Ready.` (ms); null for a running gateway. */
+  readyAfterMs: number | null;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,8 @@ export interface StartOptions {
   configYaml?: string;
   /** Further environment of the child (provider keys). */
   env?: Record<string, string>;
+  /** Profile the product's process: V8 CPU profiles (`*.cpuprofile`) are written here when it exits. */
+  cpuProfileDir?: string;
   log: (line: string) => void;
 }
 
@@ -126,7 +130,12 @@ export async function startStack(options: StartOptions): Promise<Stack> {
   } else delete env.DURABLE_CONTEXT_CONFIG;
   delete env.DURABLE_CONTEXT_METRICS_KEY;
 
-  const child = spawn(TSX, ['workers/dev.ts'], {
+  // --cpu-prof is not allowed in NODE_OPTIONS: a profiled run starts node itself, with tsx as its loader.
+  const [command, args] = options.cpuProfileDir
+    ? [process.execPath, ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, '--import', 'tsx', 'workers/dev.ts']]
+    : [TSX, ['workers/dev.ts']];
+  const spawnedAt = Date.now();
+  const child = spawn(command, args, {
     cwd: REPO_ROOT,
     env,
     detached: true,
@@ -164,6 +173,7 @@ export async function startStack(options: StartOptions): Promise<Stack> {
   cleanups.add(close);
   try {
     const url = await waitReady(child, () => stderr, 180_000);
+    const readyAfterMs = Date.now() - spawnedAt;
     return {
       url,
       adminKey,
@@ -172,6 +182,7 @@ export async function startStack(options: StartOptions): Promise<Stack> {
       databaseName: testDb.name,
       rootPid: child.pid ?? null,
       stderr: () => stderr,
+      readyAfterMs,
       close,
     };
   } catch (err) {
@@ -193,6 +204,7 @@ export async function attachStack(options: { url: string; adminKey: string; data
     databaseName,
     rootPid: null,
     stderr: () => '',
+    readyAfterMs: null,
     close: async () => {
       await db?.end().catch(() => undefined);
     },
