@@ -116,10 +116,8 @@ export function printProfile(dir: string, log: (line: string) => void, skipMs = 
   const summary = summariseProfile(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile, { skipMs });
   const share = (ms: number) => `${((100 * ms) / summary.busyMs).toFixed(1).padStart(5)} %`;
   log('');
-  log(`CPU profile of the gateway + worker process (${file})`);
-  log(
-    `busy ${(summary.busyMs / 1000).toFixed(1)} s of ${(summary.totalMs / 1000).toFixed(1)} s sampled; self time by part:`,
-  );
+  log(`CPU profile of the gateway + worker process, main thread (${file}), after its start-up (${int(skipMs)} ms):`);
+  log(`busy ${(summary.busyMs / 1000).toFixed(1)} s of ${(summary.totalMs / 1000).toFixed(1)} s; self time by part:`);
   for (const { part, ms } of summary.parts.slice(0, 14)) log(`  ${share(ms)}  ${part}`);
   log('functions with the most self time:');
   for (const f of summary.functions) log(`  ${share(f.ms)}  ${f.name}  ${f.where}  [${f.part}]`);
