@@ -65,6 +65,7 @@ describe('migrations', () => {
       '0019_key_scopes',
       '0020_erasure',
       '0021_event_feed',
+      '0023_search_cheap_plans',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -105,6 +106,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0023_search_cheap_plans', 'Success'],
       ['0021_event_feed', 'Success'],
       ['0020_erasure', 'Success'],
       ['0019_key_scopes', 'Success'],
@@ -135,6 +137,7 @@ describe('0010 down and up again', () => {
       '0019_key_scopes',
       '0020_erasure',
       '0021_event_feed',
+      '0023_search_cheap_plans',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -170,6 +173,7 @@ describe('0014 on conversations stored before it', () => {
       '0019_key_scopes',
       '0020_erasure',
       '0021_event_feed',
+      '0023_search_cheap_plans',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

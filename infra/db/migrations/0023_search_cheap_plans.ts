@@ -1,0 +1,295 @@
+// 0023: search statements that are cheap to plan, visibility checked after the match (issue #11 §6, SPEC §14,
+// DESIGN.md §4). Never edit a migration that has landed; add a new one.
+//
+// At 100k messages a CJK search that finds nothing took ~0.4 ms in PostgreSQL, of which the query itself ran 0.05 ms:
+// the rest was building its statement and planning it. Planning the visibility test (an anti-join with the partial
+// index of hidden rows) took 0.18 of the 0.25 ms, and the recency probe's three CTEs and the outer paging wrapper
+// doubled it again for terms longer than two characters.
+// - `dc_search_statements(plan, tenant)` builds the search as two plain statements: `matches` (the first `fetch`
+//   matches of the tenant's scope in order, visible or not) and, where 0010 probed, `probe` (the newest/oldest
+//   `probeRows` rows of the scope numbered, returning the matching ones and the window's last row, in order).
+//   Matching, option filters, ordering and the tenant as a constant are 0010's. `dc_search_sql(plan, tenant)` stays
+//   the statement of the matches (tests EXPLAIN it).
+// - `dc_search_messages(plan, query)` runs the probe first where there is one: it is the answer when it holds
+//   `fetch` matches or the scope is smaller than the window (read row by row, so a common term stops early).
+//   Otherwise the matches statement runs. Hidden rows (SPEC §14.1: neither active nor compacted, rare) are then looked
+//   up among the matches with a static statement; `fetch` is a little more than offset + limit, and when hidden rows
+//   leave fewer than that the matches are fetched again, four times as many. Paging, the Latin search by rank and the
+//   lookups of text, session and neighbours are 0010's static statements.
+// Same arguments, result columns, order and tenant check as 0010; down() restores 0010's functions.
+import { type Kysely, sql } from 'kysely';
+import { up as up0010 } from './0010_search_plan_reuse.js';
+
+const STATEMENTS_FUNCTION = sql`
+  CREATE FUNCTION dc_search_statements(plan jsonb, tenant text, OUT matches text, OUT probe text)
+  LANGUAGE plpgsql STABLE SET search_path = pg_catalog, public, pg_temp AS $fn$
+  DECLARE
+    ordering text := plan ->> 'ordering';
+    lim bigint := least(greatest(coalesce((plan ->> 'limit')::bigint, 20), 1), 100);
+    skip bigint := greatest(coalesce((plan ->> 'offset')::bigint, 0), 0);
+    wanted bigint := greatest(coalesce((plan ->> 'fetch')::bigint, lim + skip), 1);
+    probe_rows bigint := coalesce((plan ->> 'probeRows')::bigint, 0);
+    well_estimated boolean := true;
+    match text;
+    rank text := '0::real';
+    scope text;
+    sources text[] := '{}';
+    recency text;
+    grp jsonb;
+    clause jsonb;
+    clauses text[];
+    alternatives text[] := '{}';
+  BEGIN
+    IF ordering IS NULL OR ordering NOT IN ('rank', 'newest', 'oldest') THEN
+      RAISE EXCEPTION 'dc_search_messages: unknown ordering' USING ERRCODE = '22023';
+    END IF;
+
+    IF plan ->> 'path' = 'latin' THEN
+      match := 'm.search_tsv @@ $1';
+      rank := 'ts_rank_cd(m.search_tsv, $1)';
+      well_estimated := false;
+    ELSIF plan ->> 'path' = 'cjk' AND jsonb_typeof(plan -> 'groups') = 'array' THEN
+      FOR grp IN SELECT jsonb_array_elements(plan -> 'groups') LOOP
+        clauses := '{}';
+        FOR clause IN SELECT jsonb_array_elements(grp) LOOP
+          clauses := clauses || public.dc_search_cjk_clause(clause);
+          well_estimated := well_estimated AND clause ->> 'kind' = 'gram';
+        END LOOP;
+        IF cardinality(clauses) > 0 THEN alternatives := alternatives || ('(' || array_to_string(clauses, ' AND ') || ')'); END IF;
+      END LOOP;
+      IF cardinality(alternatives) = 0 THEN RETURN; END IF;
+      match := CASE WHEN cardinality(alternatives) = 1 THEN alternatives[1]
+                    ELSE '(' || array_to_string(alternatives, ' OR ') || ')' END;
+    ELSE
+      RAISE EXCEPTION 'dc_search_messages: unknown path' USING ERRCODE = '22023';
+    END IF;
+
+    -- scope: the tenant as a constant (the planner uses the tenant's own statistics) and the option filters.
+    scope := format('m.tenant_id = %L', tenant);
+    IF jsonb_typeof(plan -> 'roles') = 'array' AND jsonb_array_length(plan -> 'roles') > 0 THEN
+      scope := scope || format(' AND m.role = ANY(%L::text[])', ARRAY(SELECT jsonb_array_elements_text(plan -> 'roles')));
+    END IF;
+    IF jsonb_typeof(plan -> 'sources') = 'array' AND jsonb_array_length(plan -> 'sources') > 0 THEN
+      sources := sources || format('s.source = ANY(%L::text[])', ARRAY(SELECT jsonb_array_elements_text(plan -> 'sources')));
+    END IF;
+    IF jsonb_typeof(plan -> 'excludeSources') = 'array' AND jsonb_array_length(plan -> 'excludeSources') > 0 THEN
+      sources := sources || format('s.source <> ALL(%L::text[])', ARRAY(SELECT jsonb_array_elements_text(plan -> 'excludeSources')));
+    END IF;
+    IF cardinality(sources) > 0 THEN
+      scope := scope || format(' AND EXISTS (SELECT 1 FROM public.sessions s WHERE s.tenant_id = m.tenant_id AND s.id = m.session_id AND %s)',
+                               array_to_string(sources, ' AND '));
+    END IF;
+
+    recency := CASE WHEN ordering = 'oldest' THEN 'm."timestamp" ASC, m.id ASC' ELSE 'm."timestamp" DESC, m.id DESC' END;
+    matches := format($q$
+      SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name
+        FROM public.messages m
+       WHERE %s AND %s
+       ORDER BY %s
+       LIMIT %s$q$,
+      match, scope, CASE WHEN ordering = 'rank' THEN rank || ' DESC, ' ELSE '' END || recency, wanted);
+    -- The recency probe (0005, 0010), for recency-ordered searches whose frequency the planner cannot judge: the
+    -- newest (oldest) probe_rows rows of the scope, numbered; the matching ones in order, and the rows that end its
+    -- first 50 (first_end) and the whole window (window_end) whether they match or not.
+    IF ordering <> 'rank' AND NOT well_estimated AND probe_rows > 0 AND wanted <= 100 THEN
+      probe := format($q$
+        SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name, %1$s AS hit, m.rn = %5$s AS first_end,
+               m.rn = %4$s AS window_end
+          FROM (SELECT m.tenant_id, m.id, m.session_id, m.role, m."timestamp", m.tool_name, m.indexed_text, m.search_tsv,
+                       m.cjk_grams, row_number() OVER (ORDER BY %2$s) AS rn
+                  FROM public.messages m WHERE %3$s ORDER BY %2$s LIMIT %4$s) AS m
+         WHERE %1$s OR m.rn = %5$s OR m.rn = %4$s
+         ORDER BY %2$s$q$,
+        match, recency, scope, probe_rows, least(probe_rows, 50));
+    END IF;
+  END
+  $fn$`;
+
+/** 0010's name and return type, now the matches statement of dc_search_statements. */
+const MATCHES_SQL_FUNCTION = sql`
+  CREATE OR REPLACE FUNCTION dc_search_sql(plan jsonb, tenant text) RETURNS text
+  LANGUAGE sql STABLE SET search_path = pg_catalog, public, pg_temp AS $fn$
+    SELECT (public.dc_search_statements(plan, tenant)).matches
+  $fn$`;
+
+/**
+ * The search of the transaction's tenant (app.tenant_id), read as the owner: the page of visible matches, then per
+ * hit its text, session fields and visible neighbours, in the page's order (0010's lookups).
+ */
+const PAGE_FUNCTION = sql`
+  CREATE OR REPLACE FUNCTION dc_search_messages(plan jsonb, query tsquery)
+  RETURNS TABLE (id bigint, session_id text, role text, "timestamp" timestamptz, tool_name text, indexed_text text,
+                 source text, model text, started_at timestamptz, prev_role text, prev_content text, next_role text,
+                 next_content text)
+  LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $fn$
+  #variable_conflict use_column
+  DECLARE
+    tenant text := nullif(current_setting('app.tenant_id', true), '');
+    every_row boolean := coalesce(plan -> 'includeInactive' = 'true'::jsonb, false);
+    lim bigint;
+    skip bigint;
+    wanted bigint;
+    fetch_rows bigint;
+    page_skip bigint;
+    previous_mode text;
+    static_hits boolean;
+    statements record;
+    settled boolean := false;
+    full_window boolean := false;
+    rare boolean := false;
+    probe_cursor refcursor;
+    hit record;
+    ids bigint[] := '{}';
+    sessions text[] := '{}';
+    roles text[] := '{}';
+    stamps timestamptz[] := '{}';
+    tools text[] := '{}';
+    hidden bigint[] := '{}';
+  BEGIN
+    IF tenant IS NULL OR plan ->> 'tenant' IS DISTINCT FROM tenant THEN
+      RAISE EXCEPTION 'dc_search_messages: the plan''s tenant must be the transaction''s app.tenant_id'
+        USING ERRCODE = '42501';
+    END IF;
+    IF plan ->> 'path' = 'latin' AND query IS NULL THEN RETURN; END IF;
+    lim := least(greatest(coalesce((plan ->> 'limit')::bigint, 20), 1), 100);
+    skip := greatest(coalesce((plan ->> 'offset')::bigint, 0), 0);
+    wanted := skip + lim;
+    static_hits := plan ->> 'path' = 'latin' AND plan ->> 'ordering' = 'rank'
+                   AND coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'roles') = 'array' THEN plan -> 'roles' END), 0) = 0
+                   AND coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'sources') = 'array' THEN plan -> 'sources' END), 0) = 0
+                   AND coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'excludeSources') = 'array' THEN plan -> 'excludeSources' END), 0) = 0;
+    -- A few more matches than the page needs, so that a hidden row or two among them costs no second search.
+    fetch_rows := CASE WHEN every_row THEN wanted ELSE wanted + wanted / 4 + 2 END;
+    IF NOT static_hits THEN
+      SELECT * INTO statements FROM public.dc_search_statements(plan || jsonb_build_object('fetch', fetch_rows), tenant);
+      IF statements.matches IS NULL THEN RETURN; END IF;
+    END IF;
+    -- Ranking reads every match: in a large tenant a common word costs enough for JIT compilation to start, which
+    -- adds tens of milliseconds to a query that returns 20 rows. The rest of this transaction only.
+    IF plan ->> 'ordering' = 'rank' THEN PERFORM set_config('jit', 'off', true); END IF;
+    -- The static statements keep one generic plan for the connection (a custom plan would be planned again on every
+    -- call); the statements built for the query (EXECUTE) are planned for it each time whatever this says.
+    previous_mode := current_setting('plan_cache_mode');
+    PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+    IF static_hits THEN
+      -- The common Latin search (by rank, no role or source filter): static, visibility and paging included.
+      page_skip := 0;
+      FOR hit IN
+        SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name
+          FROM public.messages m
+         WHERE m.tenant_id = tenant AND m.search_tsv @@ query
+           AND (every_row OR NOT EXISTS (
+                 SELECT 1 FROM public.message_state x
+                  WHERE x.tenant_id = m.tenant_id AND x.message_id = m.id AND NOT x.active AND NOT x.compacted))
+         ORDER BY ts_rank_cd(m.search_tsv, query) DESC, m."timestamp" DESC, m.id DESC
+        OFFSET skip LIMIT lim
+      LOOP
+        ids := ids || hit.id;
+        sessions := sessions || hit.session_id;
+        roles := roles || hit.role;
+        stamps := stamps || hit."timestamp";
+        tools := tools || hit.tool_name;
+      END LOOP;
+    ELSE
+      page_skip := skip;
+      IF statements.probe IS NOT NULL THEN
+        -- The probe is the answer when it holds fetch_rows matches (the first ones: any match before the last of them
+        -- lies in the window) or when its window holds the whole scope (no window_end row). A term without a match
+        -- among the first 50 rows is left to the index search at once (a term that finds nothing costs 50 rows, not
+        -- the window). Read a row at a time, so that a common term stops early.
+        OPEN probe_cursor FOR EXECUTE statements.probe USING query;
+        LOOP
+          FETCH probe_cursor INTO hit;
+          EXIT WHEN NOT FOUND;
+          full_window := full_window OR hit.window_end;
+          IF hit.hit THEN
+            ids := ids || hit.id;
+            sessions := sessions || hit.session_id;
+            roles := roles || hit.role;
+            stamps := stamps || hit."timestamp";
+            tools := tools || hit.tool_name;
+            EXIT WHEN cardinality(ids) >= fetch_rows;
+          ELSIF hit.first_end AND cardinality(ids) = 0 THEN
+            rare := true;
+            EXIT;
+          END IF;
+        END LOOP;
+        CLOSE probe_cursor;
+        settled := NOT rare AND (cardinality(ids) >= fetch_rows OR NOT full_window);
+      END IF;
+      LOOP
+        IF NOT settled THEN
+          ids := '{}'; sessions := '{}'; roles := '{}'; stamps := '{}'; tools := '{}';
+          -- Planned for this query, the tsquery known (a new plan per call: always a custom one).
+          FOR hit IN EXECUTE statements.matches USING query LOOP
+            ids := ids || hit.id;
+            sessions := sessions || hit.session_id;
+            roles := roles || hit.role;
+            stamps := stamps || hit."timestamp";
+            tools := tools || hit.tool_name;
+          END LOOP;
+        END IF;
+        EXIT WHEN every_row OR cardinality(ids) = 0;
+        SELECT coalesce(array_agg(x.message_id), '{}') INTO hidden
+          FROM public.message_state x
+         WHERE x.tenant_id = tenant AND x.message_id = ANY(ids) AND NOT x.active AND NOT x.compacted;
+        -- Enough visible matches for the page, or every match of the scope fetched.
+        EXIT WHEN cardinality(ids) - cardinality(hidden) >= wanted OR cardinality(ids) < fetch_rows;
+        fetch_rows := fetch_rows * 4;
+        SELECT * INTO statements FROM public.dc_search_statements(plan || jsonb_build_object('fetch', fetch_rows), tenant);
+        settled := false;
+      END LOOP;
+    END IF;
+    IF cardinality(ids) > page_skip THEN
+      RETURN QUERY
+        SELECT h.id, h.session_id, h.role, h.stamp, h.tool_name, t.indexed_text, s.source, s.model, s.started_at,
+               prev.role, prev.content, nxt.role, nxt.content
+          FROM (SELECT u.id, u.session_id, u.role, u.stamp, u.tool_name, u.ord
+                  FROM unnest(ids, sessions, roles, stamps, tools) WITH ORDINALITY AS u (id, session_id, role, stamp, tool_name, ord)
+                 WHERE NOT (u.id = ANY(hidden))
+                 ORDER BY u.ord OFFSET page_skip LIMIT lim) AS h
+          -- LIMIT 1 keeps each lookup a per-hit index probe (the planner cannot flatten it into a join over the tenant).
+          CROSS JOIN LATERAL (
+            SELECT t.indexed_text FROM public.messages t WHERE t.tenant_id = tenant AND t.id = h.id LIMIT 1) AS t
+          CROSS JOIN LATERAL (
+            SELECT s.source, s.model, s.started_at FROM public.sessions s
+             WHERE s.tenant_id = tenant AND s.id = h.session_id LIMIT 1) AS s
+          LEFT JOIN LATERAL (
+            SELECT p.role, left(CASE WHEN p.content_parts IS NULL THEN coalesce(p.content, '')
+                                     ELSE public.dc_parts_text(p.content_parts) END, 200) AS content
+              FROM public.messages p
+             WHERE p.tenant_id = tenant AND p.session_id = h.session_id AND (p."timestamp", p.id) < (h.stamp, h.id)
+               AND (every_row OR NOT EXISTS (
+                     SELECT 1 FROM public.message_state x
+                      WHERE x.tenant_id = p.tenant_id AND x.message_id = p.id AND NOT x.active AND NOT x.compacted))
+             ORDER BY p."timestamp" DESC, p.id DESC
+             LIMIT 1) AS prev ON true
+          LEFT JOIN LATERAL (
+            SELECT n.role, left(CASE WHEN n.content_parts IS NULL THEN coalesce(n.content, '')
+                                     ELSE public.dc_parts_text(n.content_parts) END, 200) AS content
+              FROM public.messages n
+             WHERE n.tenant_id = tenant AND n.session_id = h.session_id AND (n."timestamp", n.id) > (h.stamp, h.id)
+               AND (every_row OR NOT EXISTS (
+                     SELECT 1 FROM public.message_state x
+                      WHERE x.tenant_id = n.tenant_id AND x.message_id = n.id AND NOT x.active AND NOT x.compacted))
+             ORDER BY n."timestamp", n.id
+             LIMIT 1) AS nxt ON true
+         ORDER BY h.ord;
+    END IF;
+    PERFORM set_config('plan_cache_mode', previous_mode, true);
+  END
+  $fn$`;
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  // Reads nothing, like dc_search_sql (0005), which calls it.
+  await STATEMENTS_FUNCTION.execute(db);
+  await MATCHES_SQL_FUNCTION.execute(db);
+  // CREATE OR REPLACE keeps the grants of 0005 (the tenant role may execute dc_search_messages, PUBLIC may not).
+  await PAGE_FUNCTION.execute(db);
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  // 0010's definitions (CREATE OR REPLACE, grants kept), then the builder they no longer call.
+  await up0010(db);
+  await sql`DROP FUNCTION dc_search_statements(jsonb, text)`.execute(db);
+}
