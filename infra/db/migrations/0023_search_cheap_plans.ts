@@ -133,11 +133,35 @@ const PAGE_FUNCTION = sql`
     page_skip bigint;
     previous_mode text;
     static_hits boolean;
+    filtered boolean;
     statements record;
     settled boolean := false;
     full_window boolean := false;
     rare boolean := false;
+    single boolean;
+    strategy text;
+    clause jsonb;
+    term text;
+    grams text[];
+    pattern text;
+    probe_rows bigint := coalesce((plan ->> 'probeRows')::bigint, 0);
     probe_cursor refcursor;
+    -- The newest c_window rows of the tenant, numbered; the matches of one CJK clause, and the rows that end the
+    -- first 50 and the window. Static: one generic plan per connection (the recency index, whatever the term).
+    recent_rows CURSOR (c_tenant text, c_grams text[], c_kind text, c_term text, c_pattern text, c_window bigint) FOR
+      SELECT w.id, w.session_id, w.role, w."timestamp", w.tool_name, w.hit, w.rn = least(c_window, 50) AS first_end,
+             w.rn = c_window AS window_end
+        FROM (SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name, m.rn,
+                     m.cjk_grams @> c_grams
+                     AND CASE c_kind WHEN 'strpos' THEN strpos(m.indexed_text, c_term) <> 0
+                                     WHEN 'ilike' THEN m.indexed_text ILIKE c_pattern ESCAPE '\\'
+                                     ELSE true END AS hit
+                FROM (SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name, m.indexed_text, m.cjk_grams,
+                             row_number() OVER (ORDER BY m."timestamp" DESC, m.id DESC) AS rn
+                        FROM public.messages m WHERE m.tenant_id = c_tenant
+                       ORDER BY m."timestamp" DESC, m.id DESC LIMIT c_window) AS m) AS w
+       WHERE w.hit OR w.rn = least(c_window, 50) OR w.rn = c_window
+       ORDER BY w."timestamp" DESC, w.id DESC;
     hit record;
     ids bigint[] := '{}';
     sessions text[] := '{}';
@@ -154,13 +178,22 @@ const PAGE_FUNCTION = sql`
     lim := least(greatest(coalesce((plan ->> 'limit')::bigint, 20), 1), 100);
     skip := greatest(coalesce((plan ->> 'offset')::bigint, 0), 0);
     wanted := skip + lim;
-    static_hits := plan ->> 'path' = 'latin' AND plan ->> 'ordering' = 'rank'
-                   AND coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'roles') = 'array' THEN plan -> 'roles' END), 0) = 0
-                   AND coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'sources') = 'array' THEN plan -> 'sources' END), 0) = 0
-                   AND coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'excludeSources') = 'array' THEN plan -> 'excludeSources' END), 0) = 0;
+    filtered := coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'roles') = 'array' THEN plan -> 'roles' END), 0) > 0
+                OR coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'sources') = 'array' THEN plan -> 'sources' END), 0) > 0
+                OR coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'excludeSources') = 'array' THEN plan -> 'excludeSources' END), 0) > 0;
+    static_hits := plan ->> 'path' = 'latin' AND plan ->> 'ordering' = 'rank' AND NOT filtered;
     -- A few more matches than the page needs, so that a hidden row or two among them costs no second search.
     fetch_rows := CASE WHEN every_row THEN wanted ELSE wanted + wanted / 4 + 2 END;
-    IF NOT static_hits THEN
+    single := NOT static_hits AND plan ->> 'path' = 'cjk' AND plan ->> 'ordering' = 'newest' AND probe_rows > 0
+              AND wanted <= 100 AND NOT filtered AND jsonb_typeof(plan -> 'groups') = 'array'
+              AND jsonb_array_length(plan -> 'groups') = 1 AND jsonb_typeof(plan -> 'groups' -> 0) = 'array'
+              AND jsonb_array_length(plan -> 'groups' -> 0) = 1
+              AND plan #>> '{groups,0,0,kind}' IN ('gram', 'strpos', 'ilike')
+              AND plan #> '{groups,0,0,negated}' IS DISTINCT FROM 'true'::jsonb
+              AND (plan #>> '{groups,0,0,kind}' = 'gram'
+                   OR (jsonb_typeof(plan #> '{groups,0,0,grams}') = 'array'
+                       AND jsonb_array_length(plan #> '{groups,0,0,grams}') > 0));
+    IF NOT static_hits AND NOT single THEN
       SELECT * INTO statements FROM public.dc_search_statements(plan || jsonb_build_object('fetch', fetch_rows), tenant);
       IF statements.matches IS NULL THEN RETURN; END IF;
     END IF;
@@ -192,22 +225,46 @@ const PAGE_FUNCTION = sql`
       END LOOP;
     ELSE
       page_skip := skip;
-      IF statements.probe IS NOT NULL THEN
+      IF single THEN
+        -- One CJK term, newest first, no filter (the common search): static statements, planned once per
+        -- connection. The window of the probe below, its 50th row deciding: no match → the gram index; too few
+        -- to fill the page from the window → the statement built for the query (the planner judges).
+        clause := plan #> '{groups,0,0}';
+        term := clause ->> 'text';
+        grams := CASE WHEN clause ->> 'kind' = 'gram' THEN ARRAY[term]
+                      ELSE ARRAY(SELECT jsonb_array_elements_text(clause -> 'grams')) END;
+        pattern := '%' || replace(replace(replace(term, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%';
+        OPEN recent_rows(tenant, grams, clause ->> 'kind', term, pattern, probe_rows);
+        LOOP
+          FETCH recent_rows INTO hit;
+          EXIT WHEN NOT FOUND;
+          full_window := full_window OR hit.window_end;
+          IF hit.hit THEN
+            ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
+            stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
+            EXIT WHEN cardinality(ids) >= fetch_rows;
+          END IF;
+          IF hit.first_end AND NOT full_window AND cardinality(ids) * probe_rows < fetch_rows * 25 THEN
+            strategy := CASE WHEN cardinality(ids) = 0 THEN 'index' ELSE 'built' END;
+            EXIT;
+          END IF;
+        END LOOP;
+        CLOSE recent_rows;
+        settled := strategy IS NULL AND (cardinality(ids) >= fetch_rows OR NOT full_window);
+        strategy := coalesce(strategy, 'built');
+      ELSIF statements.probe IS NOT NULL THEN
         -- The probe is the answer when it holds fetch_rows matches (the first ones: any match before the last of them
         -- lies in the window) or when its window holds the whole scope (no window_end row). A term without a match
-        -- among the first 50 rows is left to the index search at once (a term that finds nothing costs 50 rows, not
-        -- the window). Read a row at a time, so that a common term stops early.
+        -- among the first 50 rows is left to the search at once (a term that finds nothing costs 50 rows, not the
+        -- window). Read a row at a time, so that a common term stops early.
         OPEN probe_cursor FOR EXECUTE statements.probe USING query;
         LOOP
           FETCH probe_cursor INTO hit;
           EXIT WHEN NOT FOUND;
           full_window := full_window OR hit.window_end;
           IF hit.hit THEN
-            ids := ids || hit.id;
-            sessions := sessions || hit.session_id;
-            roles := roles || hit.role;
-            stamps := stamps || hit."timestamp";
-            tools := tools || hit.tool_name;
+            ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
+            stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
             EXIT WHEN cardinality(ids) >= fetch_rows;
           ELSIF hit.first_end AND cardinality(ids) = 0 THEN
             rare := true;
@@ -220,14 +277,32 @@ const PAGE_FUNCTION = sql`
       LOOP
         IF NOT settled THEN
           ids := '{}'; sessions := '{}'; roles := '{}'; stamps := '{}'; tools := '{}';
-          -- Planned for this query, the tsquery known (a new plan per call: always a custom one).
-          FOR hit IN EXECUTE statements.matches USING query LOOP
-            ids := ids || hit.id;
-            sessions := sessions || hit.session_id;
-            roles := roles || hit.role;
-            stamps := stamps || hit."timestamp";
-            tools := tools || hit.tool_name;
-          END LOOP;
+          IF strategy = 'index' THEN
+            -- The term's grams through the gram index, then the text (the CTE keeps the recency index out).
+            FOR hit IN
+              WITH found AS MATERIALIZED (
+                SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name
+                  FROM public.messages m
+                 WHERE m.tenant_id = tenant AND m.cjk_grams @> grams
+                   AND CASE clause ->> 'kind' WHEN 'strpos' THEN strpos(m.indexed_text, term) <> 0
+                                              WHEN 'ilike' THEN m.indexed_text ILIKE pattern ESCAPE '\\'
+                                              ELSE true END)
+              SELECT * FROM found f ORDER BY f."timestamp" DESC, f.id DESC LIMIT fetch_rows
+            LOOP
+              ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
+              stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
+            END LOOP;
+          ELSE
+            IF single THEN
+              SELECT * INTO statements FROM public.dc_search_statements(
+                plan || jsonb_build_object('fetch', fetch_rows, 'probeRows', 0), tenant);
+            END IF;
+            -- Planned for this query, the tsquery known (a new plan per call: always a custom one).
+            FOR hit IN EXECUTE statements.matches USING query LOOP
+              ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
+              stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
+            END LOOP;
+          END IF;
         END IF;
         EXIT WHEN every_row OR cardinality(ids) = 0;
         SELECT coalesce(array_agg(x.message_id), '{}') INTO hidden
@@ -236,7 +311,9 @@ const PAGE_FUNCTION = sql`
         -- Enough visible matches for the page, or every match of the scope fetched.
         EXIT WHEN cardinality(ids) - cardinality(hidden) >= wanted OR cardinality(ids) < fetch_rows;
         fetch_rows := fetch_rows * 4;
-        SELECT * INTO statements FROM public.dc_search_statements(plan || jsonb_build_object('fetch', fetch_rows), tenant);
+        IF NOT single THEN
+          SELECT * INTO statements FROM public.dc_search_statements(plan || jsonb_build_object('fetch', fetch_rows), tenant);
+        END IF;
         settled := false;
       END LOOP;
     END IF;

@@ -19,14 +19,19 @@ beforeAll(async () => {
   testDb = await createTestDatabase(inject('databaseUrl'));
   // 600 rows, oldest first. Every third row speaks of 共通の話題 / shared topic; the newest of those are
   // superseded (50 rows), more than a page and its margin, so a page of the newest matches needs a second fetch.
+  // 古代の記録 / ancient record is only in old rows (the newest of them superseded too): nothing among the newest
+  // rows matches it, so its search goes to the index.
   const rows = Array.from({ length: 600 }, (_, i) => {
     const shared = i % 3 === 0;
-    const hidden = shared && i >= 450;
+    const ancient = i % 3 === 1 && i < 150;
+    const hidden = (shared && i >= 450) || (ancient && i >= 100);
     const text = shared
       ? `共通の話題 shared topic ${i}`
-      : i % 50 === 7
-        ? `稀少な単語 rare word ${i}`
-        : `普通の文 plain ${i}`;
+      : ancient
+        ? `古代の記録 ancient record ${i}`
+        : i % 50 === 7
+          ? `稀少な単語 rare word ${i}`
+          : `普通の文 plain ${i}`;
     return { message: user(text), active: !hidden };
   });
   await seedSession(testDb.db, T, { rows });
@@ -64,6 +69,8 @@ describe('pages with superseded rows among the matches', () => {
     ['共通', 'a 2-character CJK term (gram)'],
     ['共通の話題', 'a longer CJK term (probe, then substring search)'],
     ['稀少な単語', 'a rare CJK term'],
+    ['古代', 'a 2-character term found only in old rows (the index)'],
+    ['古代の記録', 'a longer term found only in old rows (the index, then the text)'],
   ])('%s — %s: every page equals the brute-force scan, with and without the probe', async (term) => {
     const expected = await bruteForce(term);
     expect(expected.length).toBeGreaterThan(0);
