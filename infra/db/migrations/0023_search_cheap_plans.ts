@@ -135,6 +135,7 @@ const PAGE_FUNCTION = sql`
     static_hits boolean;
     filtered boolean;
     statements record;
+    statement text;
     settled boolean := false;
     full_window boolean := false;
     rare boolean := false;
@@ -146,11 +147,12 @@ const PAGE_FUNCTION = sql`
     pattern text;
     probe_rows bigint := coalesce((plan ->> 'probeRows')::bigint, 0);
     probe_cursor refcursor;
-    -- The newest c_window rows of the tenant, numbered; the matches of one CJK clause, and the rows that end the
-    -- first 50 and the window. Static: one generic plan per connection (the recency index, whatever the term).
-    recent_rows CURSOR (c_tenant text, c_grams text[], c_kind text, c_term text, c_pattern text, c_window bigint) FOR
-      SELECT w.id, w.session_id, w.role, w."timestamp", w.tool_name, w.hit, w.rn = least(c_window, 50) AS first_end,
-             w.rn = c_window AS window_end
+    -- The newest c_window rows of the tenant, numbered: the matches of one CJK clause, and the rows numbered 50,
+    -- c_checkpoint and c_window whether they match or not. Static: one generic plan per connection (the recency
+    -- index, whatever the term).
+    recent_rows CURSOR (c_tenant text, c_grams text[], c_kind text, c_term text, c_pattern text, c_checkpoint bigint,
+                        c_window bigint) FOR
+      SELECT w.id, w.session_id, w.role, w."timestamp", w.tool_name, w.hit, w.rn
         FROM (SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name, m.rn,
                      m.cjk_grams @> c_grams
                      AND CASE c_kind WHEN 'strpos' THEN strpos(m.indexed_text, c_term) <> 0
@@ -160,7 +162,7 @@ const PAGE_FUNCTION = sql`
                              row_number() OVER (ORDER BY m."timestamp" DESC, m.id DESC) AS rn
                         FROM public.messages m WHERE m.tenant_id = c_tenant
                        ORDER BY m."timestamp" DESC, m.id DESC LIMIT c_window) AS m) AS w
-       WHERE w.hit OR w.rn = least(c_window, 50) OR w.rn = c_window
+       WHERE w.hit OR w.rn IN (50, c_checkpoint, c_window)
        ORDER BY w."timestamp" DESC, w.id DESC;
     hit record;
     ids bigint[] := '{}';
@@ -182,8 +184,9 @@ const PAGE_FUNCTION = sql`
                 OR coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'sources') = 'array' THEN plan -> 'sources' END), 0) > 0
                 OR coalesce(jsonb_array_length(CASE WHEN jsonb_typeof(plan -> 'excludeSources') = 'array' THEN plan -> 'excludeSources' END), 0) > 0;
     static_hits := plan ->> 'path' = 'latin' AND plan ->> 'ordering' = 'rank' AND NOT filtered;
-    -- A few more matches than the page needs, so that a hidden row or two among them costs no second search.
-    fetch_rows := CASE WHEN every_row THEN wanted ELSE wanted + wanted / 4 + 2 END;
+    -- Two more matches than the page needs, so that a hidden row or two among them costs no second search. Only
+    -- two: the planner weighs the recency index against the gram index by this LIMIT, and picks it for the page.
+    fetch_rows := CASE WHEN every_row THEN wanted ELSE wanted + 2 END;
     single := NOT static_hits AND plan ->> 'path' = 'cjk' AND plan ->> 'ordering' = 'newest' AND probe_rows > 0
               AND wanted <= 100 AND NOT filtered AND jsonb_typeof(plan -> 'groups') = 'array'
               AND jsonb_array_length(plan -> 'groups') = 1 AND jsonb_typeof(plan -> 'groups' -> 0) = 'array'
@@ -227,29 +230,39 @@ const PAGE_FUNCTION = sql`
       page_skip := skip;
       IF single THEN
         -- One CJK term, newest first, no filter (the common search): static statements, planned once per
-        -- connection. The window of the probe below, its 50th row deciding: no match → the gram index; too few
-        -- to fill the page from the window → the statement built for the query (the planner judges).
+        -- connection. First the tenant's newest rows, up to twice probe_rows, read a row at a time: they are the
+        -- answer once they hold fetch_rows matches, or when they are all the tenant's rows. At rows 50 and
+        -- probe_rows the matches so far decide whether the rest of the window can be expected to fill the page;
+        -- if not, no match yet → the gram index (a rare term), some → the statement planned for the term.
         clause := plan #> '{groups,0,0}';
         term := clause ->> 'text';
         grams := CASE WHEN clause ->> 'kind' = 'gram' THEN ARRAY[term]
                       ELSE ARRAY(SELECT jsonb_array_elements_text(clause -> 'grams')) END;
         pattern := '%' || replace(replace(replace(term, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%';
-        OPEN recent_rows(tenant, grams, clause ->> 'kind', term, pattern, probe_rows);
+        IF clause ->> 'kind' = 'gram' THEN
+          -- A 1–2-character term: the planner knows its frequency (cjk_grams' element statistics), and reading rows
+          -- costs about what the gram index costs per match, so the window would seldom pay.
+          strategy := 'built';
+        ELSE
+          OPEN recent_rows(tenant, grams, clause ->> 'kind', term, pattern, probe_rows, 2 * probe_rows);
+        END IF;
         LOOP
+          EXIT WHEN strategy IS NOT NULL;
           FETCH recent_rows INTO hit;
           EXIT WHEN NOT FOUND;
-          full_window := full_window OR hit.window_end;
+          full_window := full_window OR hit.rn = 2 * probe_rows;
           IF hit.hit THEN
             ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
             stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
             EXIT WHEN cardinality(ids) >= fetch_rows;
           END IF;
-          IF hit.first_end AND NOT full_window AND cardinality(ids) * probe_rows < fetch_rows * 25 THEN
+          IF hit.rn IN (50, probe_rows) AND hit.rn < 2 * probe_rows
+             AND cardinality(ids) * 2 * probe_rows < fetch_rows * hit.rn THEN
             strategy := CASE WHEN cardinality(ids) = 0 THEN 'index' ELSE 'built' END;
             EXIT;
           END IF;
         END LOOP;
-        CLOSE recent_rows;
+        IF clause ->> 'kind' <> 'gram' THEN CLOSE recent_rows; END IF;
         settled := strategy IS NULL AND (cardinality(ids) >= fetch_rows OR NOT full_window);
         strategy := coalesce(strategy, 'built');
       ELSIF statements.probe IS NOT NULL THEN
@@ -257,7 +270,9 @@ const PAGE_FUNCTION = sql`
         -- lies in the window) or when its window holds the whole scope (no window_end row). A term without a match
         -- among the first 50 rows is left to the search at once (a term that finds nothing costs 50 rows, not the
         -- window). Read a row at a time, so that a common term stops early.
+        PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
         OPEN probe_cursor FOR EXECUTE statements.probe USING query;
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
         LOOP
           FETCH probe_cursor INTO hit;
           EXIT WHEN NOT FOUND;
@@ -294,20 +309,36 @@ const PAGE_FUNCTION = sql`
             END LOOP;
           ELSE
             IF single THEN
-              SELECT * INTO statements FROM public.dc_search_statements(
-                plan || jsonb_build_object('fetch', fetch_rows, 'probeRows', 0), tenant);
+              statement := $q$
+                SELECT m.id, m.session_id, m.role, m."timestamp", m.tool_name
+                  FROM public.messages m
+                 WHERE m.tenant_id = $7 AND m.cjk_grams @> $2
+                   AND CASE $3 WHEN 'strpos' THEN strpos(m.indexed_text, $4) <> 0
+                               WHEN 'ilike' THEN m.indexed_text ILIKE $5 ESCAPE '\\'
+                               ELSE true END
+                 ORDER BY m."timestamp" DESC, m.id DESC
+                 LIMIT $6$q$;
+            ELSE
+              statement := statements.matches;
             END IF;
-            -- Planned for this query, the tsquery known (a new plan per call: always a custom one).
-            FOR hit IN EXECUTE statements.matches USING query LOOP
+            -- Planned for this call with its values (a custom plan: the planner judges the term's frequency in the
+            -- tenant from the statistics and picks the recency or the gram index). A statement run by EXECUTE in a
+            -- loop or a cursor is planned under plan_cache_mode as a prepared one is, hence the switch around it.
+            PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
+            FOR hit IN EXECUTE statement USING query, grams, clause ->> 'kind', term, pattern, fetch_rows, tenant LOOP
               ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
               stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
             END LOOP;
+            PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
           END IF;
         END IF;
         EXIT WHEN every_row OR cardinality(ids) = 0;
-        SELECT coalesce(array_agg(x.message_id), '{}') INTO hidden
-          FROM public.message_state x
-         WHERE x.tenant_id = tenant AND x.message_id = ANY(ids) AND NOT x.active AND NOT x.compacted;
+        -- One probe of the (small, partial) index of hidden rows per match.
+        SELECT coalesce(array_agg(u.id), '{}') INTO hidden
+          FROM unnest(ids) AS u (id)
+          CROSS JOIN LATERAL (
+            SELECT 1 FROM public.message_state x
+             WHERE x.tenant_id = tenant AND x.message_id = u.id AND NOT x.active AND NOT x.compacted LIMIT 1) AS x;
         -- Enough visible matches for the page, or every match of the scope fetched.
         EXIT WHEN cardinality(ids) - cardinality(hidden) >= wanted OR cardinality(ids) < fetch_rows;
         fetch_rows := fetch_rows * 4;

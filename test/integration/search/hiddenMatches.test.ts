@@ -19,6 +19,7 @@ beforeAll(async () => {
   testDb = await createTestDatabase(inject('databaseUrl'));
   // 600 rows, oldest first. Every third row speaks of 共通の話題 / shared topic; the newest of those are
   // superseded (50 rows), more than a page and its margin, so a page of the newest matches needs a second fetch.
+  // Rare_ and Ancient_ rows have look-alikes with X in place of _ (a new one among the newest rows).
   // 古代の記録 / ancient record is only in old rows (the newest of them superseded too): nothing among the newest
   // rows matches it, so its search goes to the index.
   const rows = Array.from({ length: 600 }, (_, i) => {
@@ -28,9 +29,9 @@ beforeAll(async () => {
     const text = shared
       ? `共通の話題 shared topic ${i}`
       : ancient
-        ? `古代の記録 ancient record ${i}`
-        : i % 50 === 7
-          ? `稀少な単語 rare word ${i}`
+        ? `Ancient${i % 2 ? '_' : 'X'}古代の記録 ancient record ${i}`
+        : i % 50 === 7 || i === 593
+          ? `Rare${i % 100 === 57 || i % 100 === 7 ? '_' : 'X'}稀少な単語 rare word ${i}`
           : `普通の文 plain ${i}`;
     return { message: user(text), active: !hidden };
   });
@@ -71,6 +72,8 @@ describe('pages with superseded rows among the matches', () => {
     ['稀少な単語', 'a rare CJK term'],
     ['古代', 'a 2-character term found only in old rows (the index)'],
     ['古代の記録', 'a longer term found only in old rows (the index, then the text)'],
+    ['ancient_古代', 'a cased term found only in old rows (the index, then ILIKE; _ is literal)'],
+    ['rare_稀少', 'a rare cased term (ILIKE planned for the term; _ is literal)'],
   ])('%s — %s: every page equals the brute-force scan, with and without the probe', async (term) => {
     const expected = await bruteForce(term);
     expect(expected.length).toBeGreaterThan(0);
