@@ -14,9 +14,9 @@
 //   filter, runs static statements (planned once per connection) or, for a 1–2-character term, one fixed statement
 //   text planned for its values; other searches run the built statements, the probe first where there is one. A
 //   probe is read a row at a time and gives up early when its matches cannot fill the page. Hidden rows (SPEC §14.1)
-//   are looked up among the matches afterwards; the matches are fetched again, four times as many, when hidden rows
-//   leave too few. Paging, the Latin search by rank and the lookups of text, session and neighbours are 0010's static
-//   statements.
+//   are looked up among the matches afterwards; when they leave too few, the matches are fetched again with twice as
+//   many more as were hidden. Paging, the Latin search by rank and the lookups of text, session and neighbours are
+//   0010's static statements.
 // Same arguments, result columns, order and tenant check as 0010; down() restores 0010's functions.
 import { type Kysely, sql } from 'kysely';
 import { up as up0010 } from './0010_search_plan_reuse.js';

@@ -121,9 +121,10 @@ export const PAGE_FUNCTION = sql`
       IF single THEN
         -- One CJK term, newest first, no filter (the common search): static statements, planned once per
         -- connection. First the tenant's newest rows, up to twice probe_rows, read a row at a time: they are the
-        -- answer once they hold fetch_rows matches, or when they are all the tenant's rows. At rows 50 and
-        -- probe_rows the matches so far decide whether the rest of the window can be expected to fill the page;
-        -- if not, no match yet → the gram index (a rare term), some → the statement planned for the term.
+        -- answer once they hold fetch_rows matches, or when they are all the tenant's rows. No match among the first
+        -- 50 → the gram index (a rare term); at row probe_rows, when reading on would cost more than the index →
+        -- the gram index if no match yet, else the statement planned for the term (the planner multiplies the
+        -- grams' frequencies as if independent, so it is asked as late as possible).
         clause := plan #> '{groups,0,0}';
         term := clause ->> 'text';
         grams := CASE WHEN clause ->> 'kind' = 'gram' THEN ARRAY[term]
@@ -133,53 +134,64 @@ export const PAGE_FUNCTION = sql`
           -- A 1–2-character term: the planner knows its frequency (cjk_grams' element statistics), and reading rows
           -- costs about what the gram index costs per match, so the window would seldom pay.
           strategy := 'planned';
-        ELSE
-          OPEN recent_rows(tenant, grams, clause ->> 'kind', term, pattern, probe_rows, 2 * probe_rows);
         END IF;
-        LOOP
-          EXIT WHEN strategy IS NOT NULL;
-          FETCH recent_rows INTO hit;
-          EXIT WHEN NOT FOUND;
-          full_window := full_window OR hit.rn = 2 * probe_rows;
-          IF hit.hit THEN
-            ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
-            stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
-            EXIT WHEN cardinality(ids) >= fetch_rows;
-          END IF;
-          IF hit.rn IN (50, probe_rows) AND hit.rn < 2 * probe_rows
-             AND cardinality(ids) * 2 * probe_rows < fetch_rows * hit.rn THEN
-            strategy := CASE WHEN cardinality(ids) = 0 THEN 'index' ELSE 'planned' END;
-            EXIT;
-          END IF;
-        END LOOP;
-        IF clause ->> 'kind' <> 'gram' THEN CLOSE recent_rows; END IF;
-        settled := strategy IS NULL AND (cardinality(ids) >= fetch_rows OR NOT full_window);
-        strategy := coalesce(strategy, 'planned');
-      ELSIF statements.probe IS NOT NULL THEN
-        -- The probe is the answer when it holds fetch_rows matches (the first ones: any match before the last of them
-        -- lies in the window) or when its window holds the whole scope (no window_end row). A term without a match
-        -- among the first 50 rows is left to the search at once (a term that finds nothing costs 50 rows, not the
-        -- window). Read a row at a time, so that a common term stops early.
-        PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
-        OPEN probe_cursor FOR EXECUTE statements.probe USING query;
-        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
-        LOOP
-          FETCH probe_cursor INTO hit;
-          EXIT WHEN NOT FOUND;
-          full_window := full_window OR hit.window_end;
-          IF hit.hit THEN
-            ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
-            stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
-            EXIT WHEN cardinality(ids) >= fetch_rows;
-          ELSIF hit.first_end AND cardinality(ids) = 0 THEN
-            rare := true;
-            EXIT;
-          END IF;
-        END LOOP;
-        CLOSE probe_cursor;
-        settled := NOT rare AND (cardinality(ids) >= fetch_rows OR NOT full_window);
       END IF;
       LOOP
+        ids := '{}'; sessions := '{}'; roles := '{}'; stamps := '{}'; tools := '{}';
+        full_window := false;
+        rare := false;
+        settled := false;
+        IF single AND strategy IS NULL THEN
+          OPEN recent_rows(tenant, grams, clause ->> 'kind', term, pattern, probe_rows, 2 * probe_rows);
+          LOOP
+            FETCH recent_rows INTO hit;
+            EXIT WHEN NOT FOUND;
+            full_window := full_window OR hit.rn = 2 * probe_rows;
+            IF hit.hit THEN
+              ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
+              stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
+              EXIT WHEN cardinality(ids) >= fetch_rows;
+            END IF;
+            -- At row probe_rows, reading on costs about (fetch_rows - matches) / density rows (a microsecond each),
+            -- the index about as many microseconds as the tenant has matches, plus a plan: read on only when the
+            -- rows left to read are fewer than 100 + the matches so far (the fewest the index would cost).
+            IF hit.rn < 2 * probe_rows
+               AND ((hit.rn = 50 AND cardinality(ids) = 0)
+                    OR (hit.rn = probe_rows AND (fetch_rows - cardinality(ids)) * probe_rows
+                                                >= cardinality(ids) * (100 + cardinality(ids)))) THEN
+              strategy := CASE WHEN cardinality(ids) = 0 THEN 'index' ELSE 'planned' END;
+              EXIT;
+            END IF;
+          END LOOP;
+          CLOSE recent_rows;
+          settled := strategy IS NULL AND (cardinality(ids) >= fetch_rows OR NOT full_window);
+          IF NOT settled THEN strategy := coalesce(strategy, 'planned'); END IF;
+        ELSIF single THEN
+          NULL;  -- decided: a gram term, or a window that could not fill the page
+        ELSIF statements.probe IS NOT NULL THEN
+          -- The probe is the answer when it holds fetch_rows matches (the first ones: any match before the last of
+          -- them lies in the window) or when its window holds the whole scope (no window_end row). A term without a
+          -- match among the first 50 rows is left to the search at once (a term that finds nothing costs 50 rows,
+          -- not the window). Read a row at a time, so that a common term stops early.
+          PERFORM set_config('plan_cache_mode', 'force_custom_plan', true);
+          OPEN probe_cursor FOR EXECUTE statements.probe USING query;
+          PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+          LOOP
+            FETCH probe_cursor INTO hit;
+            EXIT WHEN NOT FOUND;
+            full_window := full_window OR hit.window_end;
+            IF hit.hit THEN
+              ids := ids || hit.id; sessions := sessions || hit.session_id; roles := roles || hit.role;
+              stamps := stamps || hit."timestamp"; tools := tools || hit.tool_name;
+              EXIT WHEN cardinality(ids) >= fetch_rows;
+            ELSIF hit.first_end AND cardinality(ids) = 0 THEN
+              rare := true;
+              EXIT;
+            END IF;
+          END LOOP;
+          CLOSE probe_cursor;
+          settled := NOT rare AND (cardinality(ids) >= fetch_rows OR NOT full_window);
+        END IF;
         IF NOT settled THEN
           ids := '{}'; sessions := '{}'; roles := '{}'; stamps := '{}'; tools := '{}';
           IF strategy = 'index' THEN
@@ -231,11 +243,11 @@ export const PAGE_FUNCTION = sql`
              WHERE x.tenant_id = tenant AND x.message_id = u.id AND NOT x.active AND NOT x.compacted LIMIT 1) AS x;
         -- Enough visible matches for the page, or every match of the scope fetched.
         EXIT WHEN cardinality(ids) - cardinality(hidden) >= wanted OR cardinality(ids) < fetch_rows;
-        fetch_rows := fetch_rows * 4;
+        -- Again with twice as many more as were hidden (at least one was): a cluster of hidden rows grows it fast.
+        fetch_rows := fetch_rows + 2 * cardinality(hidden) + 2;
         IF NOT single THEN
           SELECT * INTO statements FROM public.dc_search_statements(plan || jsonb_build_object('fetch', fetch_rows), tenant);
         END IF;
-        settled := false;
       END LOOP;
     END IF;
     IF cardinality(ids) > page_skip THEN
