@@ -1,5 +1,5 @@
 // Search snippets (SPEC §14.7) and result context text (§14.8), computed in TypeScript on code points. Pure.
-import type { SearchTerm } from './query.js';
+import { isCjkChar, type SearchTerm } from './query.js';
 
 export const START_SEL = '>>>';
 export const STOP_SEL = '<<<';
@@ -26,32 +26,76 @@ function indexOfFolded(haystack: readonly string[], needle: readonly string[]): 
   return -1;
 }
 
+/** A high surrogate followed by a low one: one code point of two UTF-16 units (as `Array.from` splits). */
+function pairAt(text: string, i: number): boolean {
+  const high = text.charCodeAt(i);
+  const low = text.charCodeAt(i + 1);
+  return high >= 0xd800 && high <= 0xdbff && low >= 0xdc00 && low <= 0xdfff;
+}
+
+/** The UTF-16 offset `count` code points after `from` (or the end of the text). */
+function codePointsAfter(text: string, from: number, count: number): number {
+  let at = from;
+  for (let n = 0; n < count && at < text.length; n++) at += pairAt(text, at) ? 2 : 1;
+  return at;
+}
+
+/** The UTF-16 offset `count` code points before `from` (or 0). */
+function codePointsBefore(text: string, from: number, count: number): number {
+  let at = from;
+  for (let n = 0; n < count && at > 0; n++) at -= at >= 2 && pairAt(text, at - 2) ? 2 : 1;
+  return at;
+}
+
+/**
+ * A term made only of CJK characters (SPEC §14.4): they have no case and no other character lower-cases to one of
+ * them, so its case-insensitive occurrences are its plain occurrences, found with indexOf on the UTF-16 text.
+ */
+function isUncasedCjk(text: string): boolean {
+  if (text.length === 0) return false;
+  for (const char of text) if (!isCjkChar(char)) return false;
+  return true;
+}
+
+/** The CJK excerpt around the occurrence at UTF-16 offsets [at, end), cut on code points. */
+function cjkExcerpt(text: string, at: number, end: number): string {
+  const start = codePointsBefore(text, at, CJK_BEFORE);
+  const stop = Math.max(codePointsAfter(text, start, CJK_LENGTH), end);
+  return (
+    (start > 0 ? '...' : '') +
+    text.slice(start, at) +
+    START_SEL +
+    text.slice(at, end) +
+    STOP_SEL +
+    text.slice(end, stop) +
+    (stop < text.length ? '...' : '')
+  );
+}
+
 /**
  * CJK path: the first case-insensitive occurrence of the first positive term (in query order) that occurs, with
- * 40 characters before and at least 120 in all; without an occurrence, the first 120 characters.
+ * 40 characters before and at least 120 in all; without an occurrence, the first 120 characters. Positions are code
+ * points; a term of CJK characters only (the common one) is found without folding the text.
  */
 export function cjkSnippet(text: string, positiveTerms: readonly SearchTerm[]): string {
-  const chars = Array.from(text);
-  const folded = chars.map(fold);
-  const length = chars.length;
+  let chars: string[] | undefined;
+  let folded: string[] | undefined;
   for (const term of positiveTerms) {
+    if (isUncasedCjk(term.text)) {
+      const at = text.indexOf(term.text);
+      if (at !== -1) return cjkExcerpt(text, at, at + term.text.length);
+      continue;
+    }
+    chars ??= Array.from(text);
+    folded ??= chars.map(fold);
     const needle = Array.from(term.text).map(fold);
     const pos = indexOfFolded(folded, needle);
     if (pos === -1) continue;
-    const len = needle.length;
-    const start = Math.max(0, pos - CJK_BEFORE);
-    const end = Math.min(length, Math.max(start + CJK_LENGTH, pos + len));
-    return (
-      (start > 0 ? '...' : '') +
-      chars.slice(start, pos).join('') +
-      START_SEL +
-      chars.slice(pos, pos + len).join('') +
-      STOP_SEL +
-      chars.slice(pos + len, end).join('') +
-      (end < length ? '...' : '')
-    );
+    const at = chars.slice(0, pos).join('').length;
+    return cjkExcerpt(text, at, at + chars.slice(pos, pos + needle.length).join('').length);
   }
-  return length > CJK_LENGTH ? `${chars.slice(0, CJK_LENGTH).join('')}...` : text;
+  const stop = codePointsAfter(text, 0, CJK_LENGTH);
+  return stop < text.length ? `${text.slice(0, stop)}...` : text;
 }
 
 /** Words as the Latin index splits them: runs of letters and digits. */

@@ -66,6 +66,7 @@ describe('migrations', () => {
       '0020_erasure',
       '0021_event_feed',
       '0022_context_engine',
+      '0023_search_cheap_plans',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -106,6 +107,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0023_search_cheap_plans', 'Success'],
       ['0022_context_engine', 'Success'],
       ['0021_event_feed', 'Success'],
       ['0020_erasure', 'Success'],
@@ -138,6 +140,7 @@ describe('0010 down and up again', () => {
       '0020_erasure',
       '0021_event_feed',
       '0022_context_engine',
+      '0023_search_cheap_plans',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -174,6 +177,7 @@ describe('0014 on conversations stored before it', () => {
       '0020_erasure',
       '0021_event_feed',
       '0022_context_engine',
+      '0023_search_cheap_plans',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

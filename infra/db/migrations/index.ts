@@ -22,6 +22,7 @@ import * as m0019 from './0019_key_scopes.js';
 import * as m0020 from './0020_erasure.js';
 import * as m0021 from './0021_event_feed.js';
 import * as m0022 from './0022_context_engine.js';
+import * as m0023 from './0023_search_cheap_plans.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -46,6 +47,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0020_erasure': m0020,
   '0021_event_feed': m0021,
   '0022_context_engine': m0022,
+  '0023_search_cheap_plans': m0023,
 };
 
 export const migrationProvider: MigrationProvider = {

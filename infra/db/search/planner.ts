@@ -99,8 +99,9 @@ function cjkClause(clause: QueryClause): CjkClause {
 }
 
 /**
- * Tuning of recency-ordered searches: how many of the newest (or oldest) visible rows are checked first, before the
- * whole search (see dc_search_messages); 0 turns the probe off. Changed only by benchmarks.
+ * Tuning of recency-ordered searches: how many of the newest (or oldest) rows of the scope are checked first, before
+ * the whole search (see dc_search_messages, migrations/0023: a one-term CJK search may read on to twice as many when
+ * that is cheaper than the index); 0 turns the probe off. Changed only by benchmarks and tests.
  */
 export const searchTuning = { recencyProbeRows: 400 };
 

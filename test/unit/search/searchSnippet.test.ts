@@ -1,4 +1,5 @@
 // Snippets (SPEC §14.7): the CJK formula on code points, and the Latin 40-word excerpt.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { SearchTerm } from '../../../engine/search/query.js';
 import { cjkSnippet, latinSnippet } from '../../../engine/search/snippet.js';
@@ -43,6 +44,68 @@ describe('cjkSnippet', () => {
   it('no term occurs: the first 120 characters, ... when longer', () => {
     expect(cjkSnippet('短い', [term('无')])).toBe('短い');
     expect(cjkSnippet('字'.repeat(130), [term('无')])).toBe(`${'字'.repeat(120)}...`);
+  });
+
+  /** §14.7 word for word, on arrays of code points, each lower-cased when it stays one code point. */
+  function specSnippet(text: string, terms: readonly SearchTerm[]): string {
+    const fold = (c: string) => (Array.from(c.toLowerCase()).length === 1 ? c.toLowerCase() : c);
+    const chars = Array.from(text);
+    const folded = chars.map(fold);
+    const L = chars.length;
+    for (const t of terms) {
+      const needle = Array.from(t.text).map(fold);
+      let pos = -1;
+      for (let i = 0; needle.length > 0 && i + needle.length <= L && pos === -1; i++) {
+        if (needle.every((c, j) => folded[i + j] === c)) pos = i;
+      }
+      if (pos === -1) continue;
+      const len = needle.length;
+      const start = Math.max(0, pos - 40);
+      const end = Math.min(L, Math.max(start + 120, pos + len));
+      const cut = (a: number, b: number) => chars.slice(a, b).join('');
+      return `${start > 0 ? '...' : ''}${cut(start, pos)}>>>${cut(pos, pos + len)}<<<${cut(pos + len, end)}${end < L ? '...' : ''}`;
+    }
+    return L > 120 ? `${chars.slice(0, 120).join('')}...` : text;
+  }
+
+  it('equals the §14.7 formula on any text: CJK, cased letters, astral and lone surrogates', () => {
+    const alphabet = [
+      '圧',
+      '縮',
+      '大',
+      '别',
+      '山',
+      'カ',
+      '기',
+      '𠀀',
+      '𠀁',
+      'a',
+      'A',
+      'İ',
+      'ß',
+      'Σ',
+      ' ',
+      '\ud800',
+      '\udc00',
+    ];
+    const piece = fc.constantFrom(...alphabet);
+    fc.assert(
+      fc.property(
+        fc.array(piece, { maxLength: 300 }),
+        fc.array(fc.array(piece, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 3 }),
+        fc.nat(),
+        (textPieces, termPieces, cut) => {
+          const text = textPieces.join('');
+          // Terms taken from the text now and then, so that most of them occur.
+          const from = cut % Math.max(1, textPieces.length);
+          const terms = termPieces.map((p, i) =>
+            term(i === 0 && textPieces.length > 0 ? textPieces.slice(from, from + p.length).join('') : p.join('')),
+          );
+          expect(cjkSnippet(text, terms)).toBe(specSnippet(text, terms));
+        },
+      ),
+      { numRuns: 2000 },
+    );
   });
 });
 
