@@ -12,12 +12,11 @@ import {
   type CacheTtl,
   CODEX_AUTORAISE_NOTICE_MARKER,
   type CompressionConfig,
-  ConfigError,
   codexAutoraiseNotice,
   DEFAULT_HOST_POLICY,
   type HostPolicy,
 } from '../engine/index.js';
-import { resolveTenantCompressionConfig, resolveTenantHostPolicy } from '../infra/config/tenantPolicy.js';
+import { effectiveTenantPolicy } from '../infra/config/tenantPolicy.js';
 import { createCompactionRecord, updateCompaction } from '../infra/db/compactions.js';
 import { createConversation, type LogTotals, recordApplied, totalsOf } from '../infra/db/conversations.js';
 import { openNotification } from '../infra/db/quietBatches.js';
@@ -80,17 +79,8 @@ export function createConversationActivities(deps: ConversationActivityDeps) {
   async function tenantConfig(tenantId: string): Promise<TenantConfig> {
     const policy = await getTenantPolicy(db, tenantId);
     if (!policy) throw ApplicationFailure.nonRetryable(`unknown tenant '${tenantId}'`, FailureType.UnknownTenant);
-    try {
-      return {
-        config: resolveTenantCompressionConfig(deps.baseConfig, policy.policy),
-        host: resolveTenantHostPolicy(host, policy.policy),
-        policyVersion: policy.version,
-      };
-    } catch (err) {
-      // A stored policy is validated on write; one that no longer validates must not stop the conversation.
-      if (err instanceof ConfigError) return { config: deps.baseConfig, host, policyVersion: policy.version };
-      throw err;
-    }
+    const effective = effectiveTenantPolicy({ config: deps.baseConfig, host, engine: '' }, policy.policy);
+    return { config: effective.config, host: effective.host, policyVersion: policy.version };
   }
 
   return {

@@ -6,12 +6,12 @@ import { Context } from '@temporalio/activity';
 import {
   BUILTIN_CONTEXT_ENGINE,
   type CompressionConfig,
-  ConfigError,
   type ContextCompressorOptions,
+  DEFAULT_HOST_POLICY,
   normalizeCompressionConfig,
   type Summarizer,
 } from '../../engine/index.js';
-import { resolveTenantCompressionConfig, resolveTenantContextEngine } from '../../infra/config/tenantPolicy.js';
+import { effectiveTenantPolicy } from '../../infra/config/tenantPolicy.js';
 import { getSession } from '../../infra/db/sessions.js';
 import { getTenantPolicy } from '../../infra/db/tenants.js';
 import { type LoadedEngine, loadContextEngine } from '../../infra/plugins/contextEngines.js';
@@ -27,23 +27,20 @@ export async function tenantEngineSettings(
   deps: EngineDeps,
   tenantId: string,
 ): Promise<{ name: string; config: CompressionConfig }> {
-  const baseName = deps.contextEngine ?? BUILTIN_CONTEXT_ENGINE;
-  const baseConfig = deps.baseConfig ?? normalizeCompressionConfig({});
+  const base = {
+    config: deps.baseConfig ?? normalizeCompressionConfig({}),
+    host: DEFAULT_HOST_POLICY,
+    engine: deps.contextEngine ?? BUILTIN_CONTEXT_ENGINE,
+  };
   const stored = await getTenantPolicy(deps.db, tenantId);
-  try {
-    return {
-      name: resolveTenantContextEngine(baseName, stored?.policy),
-      config: resolveTenantCompressionConfig(baseConfig, stored?.policy),
-    };
-  } catch (err) {
-    // A stored policy is validated on write; one that no longer validates must not stop the compaction (said, not
-    // silent: SPEC §10.3).
-    if (!(err instanceof ConfigError)) throw err;
+  const effective = effectiveTenantPolicy(base, stored?.policy);
+  // Said, not silent (SPEC §10.3): config.yaml's engine stands in for the tenant's.
+  if (effective.invalid !== null) {
     Context.current().log.warn(
-      `Tenant '${tenantId}': stored policy no longer validates (${err.message}); using config.yaml`,
+      `Tenant '${tenantId}': stored policy no longer validates (${effective.invalid}); using config.yaml`,
     );
-    return { name: baseName, config: baseConfig };
   }
+  return { name: effective.engine, config: effective.config };
 }
 
 /** A summarizer that counts its calls; without a summary model it throws (the engine may summarise, SPEC §10.3). */

@@ -6,15 +6,15 @@ import {
   budgetContentTokens,
   buildExtractiveSummaryBody,
   type ChatMessage,
-  ConfigError,
   computeSummaryBudget,
+  DEFAULT_COMPRESSION_CONFIG,
   DEFAULT_HOST_POLICY,
   type HostPolicy,
   stripArchivePointer,
   summarySimilarity,
   withArchivePointer,
 } from '../../engine/index.js';
-import { resolveTenantHostPolicy } from '../../infra/config/tenantPolicy.js';
+import { effectiveTenantPolicy } from '../../infra/config/tenantPolicy.js';
 import { getTenantPolicy } from '../../infra/db/tenants.js';
 import type { CompactionActivityDeps, CompactionSnapshot } from './record.js';
 
@@ -22,15 +22,9 @@ export async function hostPolicyForTenant(
   deps: Pick<CompactionActivityDeps, 'db' | 'baseHostPolicy'>,
   tenantId: string,
 ): Promise<HostPolicy> {
-  const base = deps.baseHostPolicy ?? DEFAULT_HOST_POLICY;
+  const host = deps.baseHostPolicy ?? DEFAULT_HOST_POLICY;
   const stored = await getTenantPolicy(deps.db, tenantId);
-  try {
-    return resolveTenantHostPolicy(base, stored?.policy);
-  } catch (err) {
-    // A stored policy is validated on write; one that no longer validates must not stop the compaction.
-    if (err instanceof ConfigError) return base;
-    throw err;
-  }
+  return effectiveTenantPolicy({ config: DEFAULT_COMPRESSION_CONFIG, host, engine: '' }, stored?.policy).host;
 }
 
 /** The extractive summary body of the compaction's window (the input rows, unpruned). */

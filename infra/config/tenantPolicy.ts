@@ -5,6 +5,7 @@
 // tenant → DURABLE_CONTEXT_LIMITS → none).
 import {
   type CompressionConfig,
+  ConfigError,
   type HostPolicy,
   normalizeCompressionConfig,
   normalizeHostPolicy,
@@ -46,12 +47,35 @@ export function resolveTenantCompressionConfig(base: CompressionConfig, rawOverr
   return normalizeCompressionConfig({ ...base, ...validateTenantPolicy(rawOverride).engine });
 }
 
-/** The effective SPEC §19 host policy for a tenant, resolved the same way. */
-export function resolveTenantHostPolicy(base: HostPolicy, rawOverride: unknown): HostPolicy {
-  return normalizeHostPolicy({ ...base, ...validateTenantPolicy(rawOverride).host });
-}
-
 /** The tenant's context engine name (SPEC §10.3): its `context.engine`, else config.yaml's. */
 export function resolveTenantContextEngine(base: string, rawOverride: unknown): string {
   return validateTenantPolicy(rawOverride).context.engine ?? base;
+}
+
+/** What config.yaml sets for every tenant (defaults applied). */
+export interface BasePolicy {
+  config: CompressionConfig;
+  host: HostPolicy;
+  /** `context.engine` (SPEC §10.3). */
+  engine: string;
+}
+
+/**
+ * A tenant's effective policy (tenant override → config.yaml → default), validated once. A stored policy is validated
+ * on write; one that no longer validates (a stricter host since) must not stop a conversation or a compaction:
+ * config.yaml's policy applies then, and `invalid` says why (the caller logs it).
+ */
+export function effectiveTenantPolicy(base: BasePolicy, rawOverride: unknown): BasePolicy & { invalid: string | null } {
+  try {
+    const override = validateTenantPolicy(rawOverride);
+    return {
+      config: normalizeCompressionConfig({ ...base.config, ...override.engine }),
+      host: normalizeHostPolicy({ ...base.host, ...override.host }),
+      engine: override.context.engine ?? base.engine,
+      invalid: null,
+    };
+  } catch (err) {
+    if (err instanceof ConfigError) return { ...base, invalid: err.message };
+    throw err;
+  }
 }

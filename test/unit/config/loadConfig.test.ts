@@ -2,9 +2,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_COMPRESSION_CONFIG } from '../../../engine/config.js';
+import { DEFAULT_COMPRESSION_CONFIG, normalizeHostPolicy } from '../../../engine/config.js';
 import { loadConfig, parseConfigText } from '../../../infra/config/loadConfig.js';
 import {
+  effectiveTenantPolicy,
   resolveTenantCompressionConfig,
   resolveTenantContextEngine,
   validateTenantPolicy,
@@ -97,6 +98,23 @@ describe('tenant policy', () => {
     expect(resolveTenantContextEngine('compressor', null)).toBe('compressor');
     // The context section is not a compression key: the compression configuration is unchanged by it.
     expect(resolveTenantCompressionConfig(base, { context: { engine: 'archive-only' } })).toEqual(base);
+  });
+
+  it('effectiveTenantPolicy: one validation for all three; a stored policy that no longer validates gives config.yaml’s, with the reason', () => {
+    const host = normalizeHostPolicy({});
+    const baseline = { config: base, host, engine: 'compressor' };
+    const effective = effectiveTenantPolicy(baseline, {
+      protect_last_n: 4,
+      summary_backend: 'extractive',
+      context: { engine: 'archive-only' },
+    });
+    expect(effective).toMatchObject({ engine: 'archive-only', invalid: null });
+    expect(effective.config.protectLastN).toBe(4);
+    expect(effective.host.summaryBackend).toBe('extractive');
+    expect(effectiveTenantPolicy(baseline, { treshold: 0.4 })).toEqual({
+      ...baseline,
+      invalid: 'Invalid configuration: compression.treshold: unknown key',
+    });
   });
 
   it('context.engine is validated like config.yaml’s, naming the key', () => {
