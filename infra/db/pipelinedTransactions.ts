@@ -8,11 +8,16 @@
 // prelude (BEGIN; the deferred statements) runs before the statement it travels with, and a read-only transaction's
 // COMMIT (sent, not awaited) runs before anything the connection's next user sends — settings local to the
 // transaction end with it, whoever holds the connection next.
+//
+// `inOneFlight` sends several statements of a transaction that do not need each other's results together (an append:
+// the lock, then its keys and positions read once the lock is granted), and a flight leaves in one write to the
+// socket (pg corks it while the statements are submitted): one wake-up of the server's backend, not one per statement.
 import {
   type AbortableOperationOptions,
   CompiledQuery,
   type ControlConnectionProvider,
   type DatabaseConnection,
+  type Kysely,
   PostgresDialect,
   type PostgresDialectConfig,
   PostgresDriver,
@@ -24,6 +29,47 @@ import {
 type PostgresConnection = Parameters<PostgresDriver['rollbackTransaction']>[0];
 
 const deferrable = new WeakSet<CompiledQuery>();
+/** A pg client's socket, as far as a flight needs it (pg's Client keeps it as `connection.stream`). */
+interface CorkableClient {
+  connection?: { stream?: { cork?: () => void; uncork?: () => void } };
+}
+
+/** The clients whose sockets hold the flight being written (`inFlight`); null outside one. */
+let corked: Set<CorkableClient> | null = null;
+
+/**
+ * Runs `write`, which submits statements (pg writes each to its socket as it is submitted, in pipeline mode), with
+ * every socket it writes to corked: a flight leaves as one write instead of one per statement. Each write to a local
+ * socket wakes the server's backend; fewer wake-ups cost both sides less CPU.
+ */
+function inFlight(write: () => void): void {
+  if (corked) {
+    write();
+    return;
+  }
+  const clients = new Set<CorkableClient>();
+  corked = clients;
+  try {
+    write();
+  } finally {
+    corked = null;
+    for (const client of clients) client.connection?.stream?.uncork?.();
+  }
+}
+
+/** Called by a pg client as a statement is submitted (preparedStatements.ts): inside a flight, corks its socket. */
+export function joinFlight(client: CorkableClient): void {
+  if (!corked || corked.has(client)) return;
+  const stream = client.connection?.stream;
+  if (!stream?.cork || !stream.uncork) return;
+  stream.cork();
+  corked.add(client);
+}
+
+/** Statements to send in one flight (`inOneFlight`), by the marker query that carries them to the connection. */
+const flights = new WeakMap<CompiledQuery, readonly CompiledQuery[]>();
+/** The markers a pipelined connection ran (any other connection has sent the marker as an empty statement). */
+const flown = new WeakSet<CompiledQuery>();
 
 /**
  * A parameterless statement whose result nobody reads. Executed first in a transaction of this driver, it is held
@@ -35,6 +81,25 @@ export function deferredStatement(sqlText: string): CompiledQuery {
   const query = CompiledQuery.raw(sqlText, []);
   deferrable.add(query);
   return query;
+}
+
+/**
+ * Runs the statements on the transaction's connection in one network flight (with the transaction's held-back
+ * prelude, if nothing was sent yet) and returns their results in order. For statements that do not need each other's
+ * results: each still runs after the one before it has finished (a lock taken by the first holds for the second, which
+ * sees what was committed before the lock was granted). On a connection of another driver they run one by one.
+ */
+export async function inOneFlight(
+  tx: Pick<Kysely<any>, 'executeQuery'>,
+  queries: readonly CompiledQuery[],
+): Promise<QueryResult<unknown>[]> {
+  const marker = CompiledQuery.raw('SELECT 1 WHERE false', []);
+  flights.set(marker, queries);
+  const carried = await tx.executeQuery(marker);
+  if (flown.has(marker)) return carried.rows as QueryResult<unknown>[];
+  const results: QueryResult<unknown>[] = [];
+  for (const query of queries) results.push(await tx.executeQuery(query));
+  return results;
 }
 
 /** The statement that opens a transaction with these settings (as kysely's PostgresDriver writes it). */
@@ -54,20 +119,42 @@ class PipelinedConnection implements DatabaseConnection {
 
   // PostgresConnection takes no per-query options (cancellation goes through cancelQuery).
   async executeQuery<R>(query: CompiledQuery, _options?: AbortableOperationOptions): Promise<QueryResult<R>> {
+    const flight = flights.get(query);
+    if (flight) {
+      flown.add(query);
+      const results = await this.send(flight);
+      return { rows: results as R[] };
+    }
     if (this.prelude === null) return this.inner.executeQuery<R>(query);
     if (deferrable.has(query)) {
       this.prelude.push(query.sql);
       return { rows: [] };
     }
-    // Both are written to the socket before either answer is awaited (pg in pipeline mode).
-    const prelude = this.inner.executeQuery(CompiledQuery.raw(this.prelude.join('; '), []));
-    this.prelude = null;
-    const result = this.inner.executeQuery<R>(query);
-    const [opened, answered] = await Promise.allSettled([prelude, result]);
-    // A failed prelude has aborted the transaction (or never opened it): its error is the one that explains.
-    if (opened.status === 'rejected') throw opened.reason;
-    if (answered.status === 'rejected') throw answered.reason;
-    return answered.value;
+    const [result] = await this.send([query]);
+    return result as QueryResult<R>;
+  }
+
+  /**
+   * Writes the held-back prelude (if any) and the statements to the socket before awaiting any answer (pg in
+   * pipeline mode), then their results in order. PostgreSQL runs them one after another, each with a snapshot of its
+   * own. The first failure is the one that explains (a failed prelude, or a statement that aborted the transaction
+   * and so every one after it): it is thrown once all have answered.
+   */
+  private async send(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+    const sent: Promise<QueryResult<unknown>>[] = [];
+    let opened = 0;
+    inFlight(() => {
+      if (this.prelude !== null) {
+        sent.push(this.inner.executeQuery(CompiledQuery.raw(this.prelude.join('; '), [])));
+        this.prelude = null;
+        opened = 1;
+      }
+      for (const query of queries) sent.push(this.inner.executeQuery(query));
+    });
+    const settled = await Promise.allSettled(sent);
+    const failed = settled.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+    return settled.slice(opened).map((outcome) => (outcome as PromiseFulfilledResult<QueryResult<unknown>>).value);
   }
 
   async *streamQuery<R>(

@@ -14,6 +14,7 @@
 // start a new generation of names, so every statement is parsed again, and writeRetry.ts retries the transaction.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { joinFlight } from './pipelinedTransactions.js';
 
 const MAX_NAMED = 256;
 const MAX_SEEN = 4_096;
@@ -61,6 +62,7 @@ type QueryCallback = (err: Error | null, result?: pg.QueryResult) => void;
 export class PreparingClient extends pg.Client {
   // pg's overloads are many; this only rewrites `query(text, values)` with values and no callback (kysely's call).
   override query(config: any, values?: any, callback?: any): any {
+    joinFlight(this as unknown as Parameters<typeof joinFlight>[0]);
     if (typeof config === 'string' && Array.isArray(values) && values.length > 0 && callback === undefined) {
       const name = names.nameFor(config);
       if (name !== undefined) {
