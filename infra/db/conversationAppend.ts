@@ -7,23 +7,14 @@ import { canonicalJson } from '../../engine/commit/messageKeys.js';
 import type { ChatMessage } from '../../engine/types.js';
 import {
   addToTotals,
-  explainMissingHead,
-  insertAndAddToTotals,
   type LogTotals,
   lockConversation,
-  lockedHeadQuery,
+  requireLockedHead,
   totalsAfterAppend,
   totalsOf,
 } from './conversations.js';
-import {
-  type InsertedRow,
-  insertMessageRows,
-  type RowsWithIds,
-  type RowTarget,
-  rowsToInsert,
-} from './messageInsert.js';
+import { insertMessageRows, type RowTarget } from './messageInsert.js';
 import { fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
-import { inOneFlight } from './pipelinedTransactions.js';
 import type { ConversationRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
 import { IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
@@ -68,73 +59,51 @@ function validateItems(items: readonly AppendItem[]): void {
   }
 }
 
-/** Where an append's rows go: a session, or the conversation's current session as its locked row names it. */
-type AppendTarget = RowTarget | { conversationId: string; sessionId?: undefined };
-
 /**
- * The session's next position, the conversation's rows that already hold any of the keys and `draw` fresh message
- * ids, in one statement: the stored rows, one row (no key) carrying the session's highest active position, then one
- * row per id. Without a session, the conversation's current one: the statement must follow the one that locked the
- * conversation (it then reads what was committed before the lock was granted).
+ * The session's next position and the conversation's rows that already hold any of the keys, in one statement:
+ * the stored rows, then one row (no key) carrying the session's highest active position.
  */
-function appendStateQuery(
-  tx: Kysely<Database>,
-  tenantId: string,
-  target: AppendTarget,
-  keys: readonly string[],
-  draw: number,
-) {
+async function appendState(tx: Kysely<Database>, tenantId: string, target: RowTarget, keys: readonly string[]) {
   // Written so that the plan does not depend on the statistics (a table that grew since its last ANALYZE had the
   // key filtered over every row of the conversation and every active position read): each key is one probe of the
   // unique index, the highest position one step back along the transcript index.
-  const session =
-    target.sessionId ??
-    sql`(SELECT current_session_id FROM conversations WHERE tenant_id = ${tenantId} AND id = ${target.conversationId})`;
-  return sql<StoredKeyRow & { max_position: number | null; new_id: number | null }>`
+  const { rows } = await sql<StoredKeyRow & { max_position: number | null }>`
     SELECT m.idempotency_key, m.role, m.content, m.content_parts, m.tool_calls, m.tool_call_id, m.tool_name, m.extra,
-           m.raw_message, NULL::integer AS max_position, NULL::bigint AS new_id
+           m.raw_message, NULL::integer AS max_position
       FROM unnest(${keys}::text[]) AS k(key)
       JOIN messages m
         ON m.tenant_id = ${tenantId} AND m.conversation_id = ${target.conversationId} AND m.idempotency_key = k.key
     UNION ALL
     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
            (SELECT position FROM message_state
-             WHERE tenant_id = ${tenantId} AND session_id = ${session} AND active
-             ORDER BY position DESC LIMIT 1), NULL
-    UNION ALL
-    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, nextval('messages_id_seq')
-      FROM generate_series(1, ${draw}::integer)`.compile(tx);
-}
-
-interface AppendState {
-  nextPosition: number;
-  stored: Map<string, StoredKeyRow>;
-  /** Fresh message ids, increasing. */
-  ids: number[];
-}
-
-function readAppendState(rows: ReadonlyArray<StoredKeyRow & { max_position: number | null; new_id: number | null }>) {
-  const state: AppendState = { nextPosition: 0, stored: new Map(), ids: [] };
+             WHERE tenant_id = ${tenantId} AND session_id = ${target.sessionId} AND active
+             ORDER BY position DESC LIMIT 1)`.execute(tx);
+  const stored = new Map<string, StoredKeyRow>();
   let maxPosition: number | null = null;
   for (const row of rows) {
-    if (row.new_id !== null) state.ids.push(Number(row.new_id));
-    else if (row.idempotency_key === null) maxPosition = row.max_position;
-    else state.stored.set(row.idempotency_key, row);
+    if (row.idempotency_key === null) maxPosition = row.max_position;
+    else stored.set(row.idempotency_key, row);
   }
-  state.nextPosition = (maxPosition ?? -1) + 1;
-  state.ids.sort((x, y) => x - y);
-  return state;
+  return { nextPosition: (maxPosition ?? -1) + 1, stored };
 }
 
-/** The batch against the conversation's keys: duplicates (skipped), conflicts (thrown), the fresh items' positions. */
-function planAppend(
-  state: AppendState,
+/** Appends to a locked session: dedup and conflicts against the conversation's keys, then one insert. */
+async function appendLocked(
+  tx: TenantTx,
+  tenantId: string,
+  target: RowTarget,
   items: readonly AppendItem[],
   /** The batch must follow the message of this key, the conversation's `last_key` now (`head`): else `stale`. */
   follows?: { after: string; head: string | null },
-): { fresh: Array<AppendItem & { position: number }>; duplicates: string[]; stale: boolean } {
+): Promise<{ appended: AppendedMessage[]; duplicates: string[]; stale: boolean }> {
+  const state = await appendState(
+    tx,
+    tenantId,
+    target,
+    items.map((i) => i.idempotencyKey),
+  );
   const duplicates: string[] = [];
-  const fresh: Array<AppendItem & { position: number }> = [];
+  const fresh: Array<{ message: ChatMessage; idempotencyKey: string; position: number }> = [];
   const seen = new Set<string>();
   items.forEach((item, index) => {
     const stored = state.stored.get(item.idempotencyKey);
@@ -153,33 +122,17 @@ function planAppend(
     fresh.push({ ...item, position: state.nextPosition + fresh.length });
   });
   // Placed only right after the message it follows: when anything else was stored since, the fresh items are not.
-  if (follows && fresh.length > 0 && follows.head !== follows.after) return { fresh: [], duplicates, stale: true };
-  return { fresh, duplicates, stale: false };
-}
-
-const appendedOf = (inserted: readonly InsertedRow[], fresh: ReadonlyArray<AppendItem>): AppendedMessage[] => {
+  if (follows && fresh.length > 0 && follows.head !== follows.after) return { appended: [], duplicates, stale: true };
+  const inserted = await insertMessageRows(tx, tenantId, target, fresh);
   const roles = new Map(fresh.map((f) => [f.idempotencyKey, f.message.role]));
-  return inserted.map((row) => ({
+  const appended = inserted.map((row) => ({
     id: row.id,
     position: row.position,
     idempotencyKey: row.idempotencyKey as string,
     tokenEstimate: row.tokenEstimate,
     role: roles.get(row.idempotencyKey as string) ?? 'user',
   }));
-};
-
-/** Appends to a locked session: dedup and conflicts against the conversation's keys, then one insert. */
-async function appendLocked(
-  tx: TenantTx,
-  tenantId: string,
-  target: RowTarget,
-  items: readonly AppendItem[],
-): Promise<{ appended: AppendedMessage[]; duplicates: string[] }> {
-  const keys = items.map((i) => i.idempotencyKey);
-  const { rows } = await tx.executeQuery(appendStateQuery(tx, tenantId, target, keys, 0));
-  const { fresh, duplicates } = planAppend(readAppendState(rows), items);
-  const inserted = await insertMessageRows(tx, tenantId, target, fresh);
-  return { appended: appendedOf(inserted, fresh), duplicates };
+  return { appended, duplicates, stale: false };
 }
 
 /** The key `last_key` takes after the rows (the last keyed one), or nothing to set. */
@@ -216,38 +169,24 @@ export async function appendToConversation(
   options: AppendOptions = {},
 ): Promise<AppendResult> {
   validateItems(items);
-  const keys = items.map((i) => i.idempotencyKey);
   return withTenantWrite(db, tenantId, async (tx) => {
-    // One flight: the lock, then (with its own snapshot, once the lock is granted) the keys, the next position and
-    // the ids of the fresh rows. The rows are then inserted by the statement that adds them to the totals.
-    const [locked, read] = await inOneFlight(tx, [
-      lockedHeadQuery(tx, tenantId, conversationId).compile(),
-      appendStateQuery(tx, tenantId, { conversationId }, keys, items.length),
-    ]);
-    const conversation =
-      (locked!.rows[0] as ConversationRow | undefined) ?? (await explainMissingHead(tx, tenantId, conversationId));
+    const conversation = await requireLockedHead(tx, tenantId, conversationId);
     const target = { sessionId: conversation.current_session_id, conversationId };
     const follows = options.after !== undefined ? { after: options.after, head: conversation.last_key } : undefined;
-    const state = readAppendState(read!.rows as Parameters<typeof readAppendState>[0]);
-    const { fresh, duplicates, stale } = planAppend(state, items, follows);
-    const rows: RowsWithIds = { target, rows: fresh, ids: state.ids.slice(0, fresh.length) };
-    const appended = appendedOf(rowsToInsert(rows), fresh);
+    const { appended, duplicates, stale } = await appendLocked(tx, tenantId, target, items, follows);
     const delta = { messages: appended.length, tokens: tokensOf(appended) };
-    const isFresh = appended.length > 0;
+    const fresh = appended.length > 0;
     // Under the row's lock the totals after the batch are known before the statement that writes them.
     const result: AppendResult = {
       appended,
       duplicates,
       ...(stale ? { stale } : {}),
       ...target,
-      totals: isFresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
+      totals: fresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
     };
     const extra = options.settle?.(result, conversation) ?? null;
-    if (isFresh) {
-      const written = await insertAndAddToTotals(tx, tenantId, conversationId, rows, delta, {
-        ...extra,
-        ...lastKeyOf(appended),
-      });
+    if (fresh) {
+      const written = await addToTotals(tx, tenantId, conversationId, delta, { ...extra, ...lastKeyOf(appended) });
       if (written.version !== result.totals?.version || written.batchSeq !== result.totals.batchSeq) {
         throw new Error(`conversation ${conversationId}: totals moved under its lock`);
       }

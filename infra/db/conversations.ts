@@ -5,7 +5,6 @@
 import { type Kysely, sql, type UpdateObject } from 'kysely';
 import { toStorableJson } from '../../contracts/storableText.js';
 import type { QuietRules } from '../../engine/quietBatches.js';
-import { type RowsWithIds, withRowsInserted } from './messageInsert.js';
 import { type StoredMessage, selectRowsByIds } from './messages.js';
 import type { ConversationRow, Database } from './schema.js';
 import { insertSessionIfAbsent, lockSession } from './sessions.js';
@@ -148,13 +147,7 @@ export async function requireLockedHead(
   tenantId: string,
   conversationId: string,
 ): Promise<ConversationRow> {
-  const row = await lockedHeadQuery(tx, tenantId, conversationId).executeTakeFirst();
-  return row ?? explainMissingHead(tx, tenantId, conversationId);
-}
-
-/** requireLockedHead's statement, to send with others (pipelinedTransactions.ts `inOneFlight`). */
-export function lockedHeadQuery(tx: Kysely<Database>, tenantId: string, conversationId: string) {
-  return tx
+  const row = await tx
     .selectFrom('conversations as c')
     .innerJoin('sessions as s', (join) =>
       join.onRef('s.tenant_id', '=', 'c.tenant_id').onRef('s.id', '=', 'c.current_session_id'),
@@ -162,18 +155,10 @@ export function lockedHeadQuery(tx: Kysely<Database>, tenantId: string, conversa
     .selectAll('c')
     .where('c.tenant_id', '=', tenantId)
     .where('c.id', '=', conversationId)
-    .forNoKeyUpdate();
-}
-
-/**
- * When the head's statement found no row: says which one is missing (ConversationNotFoundError or
- * SessionNotFoundError) with the two-step locks, or returns the conversation if both exist by now.
- */
-export async function explainMissingHead(
-  tx: TenantTx,
-  tenantId: string,
-  conversationId: string,
-): Promise<ConversationRow> {
+    .forNoKeyUpdate()
+    .executeTakeFirst();
+  if (row) return row;
+  // No row: say which one is missing (the two-step locks, as before).
   const conversation = await requireLockedConversation(tx, tenantId, conversationId);
   await lockSession(tx, tenantId, conversation.current_session_id);
   return conversation;
@@ -181,13 +166,6 @@ export async function explainMissingHead(
 
 /** The totals after a change of the locked head, and its row as written. */
 export type WrittenTotals = LogTotals & { row: ConversationRow };
-
-/** What every change of the locked head sets besides its own columns: the version bumped, the time. */
-const bumped = (set: UpdateObject<Database, 'conversations'>): UpdateObject<Database, 'conversations'> => ({
-  ...set,
-  version: sql`version + 1`,
-  updated_at: sql`now()`,
-});
 
 /** Updates the locked conversation's head and bumps its version; returns the totals after, and the row. */
 async function bump(
@@ -198,7 +176,7 @@ async function bump(
 ): Promise<WrittenTotals> {
   const row = await tx
     .updateTable('conversations')
-    .set(bumped(set))
+    .set({ ...set, version: sql`version + 1`, updated_at: sql`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', conversationId)
     .returningAll()
@@ -214,16 +192,6 @@ export const totalsAfterAppend = (head: ConversationRow, delta: { messages: numb
   activeTokens: head.active_tokens + delta.tokens,
 });
 
-const appendedSet = (
-  delta: { messages: number; tokens: number },
-  extra: UpdateObject<Database, 'conversations'>,
-): UpdateObject<Database, 'conversations'> => ({
-  ...extra,
-  batch_seq: sql`batch_seq + 1`,
-  active_messages: sql`active_messages + ${delta.messages}`,
-  active_tokens: sql`active_tokens + ${delta.tokens}`,
-});
-
 /** After an append: add the rows to the totals, count the batch, bump the version. The conversation must be locked. */
 export function addToTotals(
   tx: TenantTx,
@@ -233,36 +201,12 @@ export function addToTotals(
   /** Further columns set by the same statement (the notification decision, infra/db/quietBatches.ts). */
   extra: UpdateObject<Database, 'conversations'> = {},
 ): Promise<WrittenTotals> {
-  return bump(tx, tenantId, conversationId, appendedSet(delta, extra));
-}
-
-/**
- * addToTotals for rows whose ids were drawn beforehand, inserted by the same statement (messageInsert.ts
- * `withRowsInserted`): one round trip. Every row must be inserted (their keys were checked under the lock), else
- * this throws, before the transaction commits.
- */
-export async function insertAndAddToTotals(
-  tx: TenantTx,
-  tenantId: string,
-  conversationId: string,
-  rows: RowsWithIds,
-  delta: { messages: number; tokens: number },
-  extra: UpdateObject<Database, 'conversations'> = {},
-): Promise<WrittenTotals> {
-  const { inserted_rows: inserted, ...row } = await withRowsInserted(tx, tenantId, rows)
-    .updateTable('conversations')
-    .set(bumped(appendedSet(delta, extra)))
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', conversationId)
-    .returningAll()
-    .returning(sql<number>`(SELECT count(*)::int FROM ins)`.as('inserted_rows'))
-    .executeTakeFirstOrThrow();
-  if (inserted !== rows.rows.length) {
-    throw new Error(
-      `conversation ${conversationId}: ${rows.rows.length - inserted} rows were already stored under its lock`,
-    );
-  }
-  return { ...totalsOf(row), row };
+  return bump(tx, tenantId, conversationId, {
+    ...extra,
+    batch_seq: sql`batch_seq + 1`,
+    active_messages: sql`active_messages + ${delta.messages}`,
+    active_tokens: sql`active_tokens + ${delta.tokens}`,
+  });
 }
 
 /**

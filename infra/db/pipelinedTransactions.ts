@@ -9,15 +9,13 @@
 // COMMIT (sent, not awaited) runs before anything the connection's next user sends — settings local to the
 // transaction end with it, whoever holds the connection next.
 //
-// `inOneFlight` sends several statements of a transaction that do not need each other's results together (an append:
-// the lock, then its keys and positions read once the lock is granted), and a flight leaves in one write to the
-// socket (pg corks it while the statements are submitted): one wake-up of the server's backend, not one per statement.
+// The prelude and the statement it travels with leave in one write to the socket (pg's socket is corked while both
+// are submitted): one wake-up of the server's backend, not two.
 import {
   type AbortableOperationOptions,
   CompiledQuery,
   type ControlConnectionProvider,
   type DatabaseConnection,
-  type Kysely,
   PostgresDialect,
   type PostgresDialectConfig,
   PostgresDriver,
@@ -66,11 +64,6 @@ export function joinFlight(client: CorkableClient): void {
   corked.add(client);
 }
 
-/** Statements to send in one flight (`inOneFlight`), by the marker query that carries them to the connection. */
-const flights = new WeakMap<CompiledQuery, readonly CompiledQuery[]>();
-/** The markers a pipelined connection ran (any other connection has sent the marker as an empty statement). */
-const flown = new WeakSet<CompiledQuery>();
-
 /**
  * A parameterless statement whose result nobody reads. Executed first in a transaction of this driver, it is held
  * back and sent with BEGIN as one simple-protocol message (`BEGIN; <statement>`), in the flight of the transaction's
@@ -81,25 +74,6 @@ export function deferredStatement(sqlText: string): CompiledQuery {
   const query = CompiledQuery.raw(sqlText, []);
   deferrable.add(query);
   return query;
-}
-
-/**
- * Runs the statements on the transaction's connection in one network flight (with the transaction's held-back
- * prelude, if nothing was sent yet) and returns their results in order. For statements that do not need each other's
- * results: each still runs after the one before it has finished (a lock taken by the first holds for the second, which
- * sees what was committed before the lock was granted). On a connection of another driver they run one by one.
- */
-export async function inOneFlight(
-  tx: Pick<Kysely<any>, 'executeQuery'>,
-  queries: readonly CompiledQuery[],
-): Promise<QueryResult<unknown>[]> {
-  const marker = CompiledQuery.raw('SELECT 1 WHERE false', []);
-  flights.set(marker, queries);
-  const carried = await tx.executeQuery(marker);
-  if (flown.has(marker)) return carried.rows as QueryResult<unknown>[];
-  const results: QueryResult<unknown>[] = [];
-  for (const query of queries) results.push(await tx.executeQuery(query));
-  return results;
 }
 
 /** The statement that opens a transaction with these settings (as kysely's PostgresDriver writes it). */
@@ -119,12 +93,6 @@ class PipelinedConnection implements DatabaseConnection {
 
   // PostgresConnection takes no per-query options (cancellation goes through cancelQuery).
   async executeQuery<R>(query: CompiledQuery, _options?: AbortableOperationOptions): Promise<QueryResult<R>> {
-    const flight = flights.get(query);
-    if (flight) {
-      flown.add(query);
-      const results = await this.send(flight);
-      return { rows: results as R[] };
-    }
     if (this.prelude === null) return this.inner.executeQuery<R>(query);
     if (deferrable.has(query)) {
       this.prelude.push(query.sql);
@@ -135,10 +103,9 @@ class PipelinedConnection implements DatabaseConnection {
   }
 
   /**
-   * Writes the held-back prelude (if any) and the statements to the socket before awaiting any answer (pg in
-   * pipeline mode), then their results in order. PostgreSQL runs them one after another, each with a snapshot of its
-   * own. The first failure is the one that explains (a failed prelude, or a statement that aborted the transaction
-   * and so every one after it): it is thrown once all have answered.
+   * Writes the held-back prelude (if any) and the statements to the socket, as one write (`inFlight`), before awaiting
+   * any answer (pg in pipeline mode), then their results in order. The first failure is the one that explains (a
+   * failed prelude has aborted the transaction, or never opened it): it is thrown once all have answered.
    */
   private async send(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
     const sent: Promise<QueryResult<unknown>>[] = [];
