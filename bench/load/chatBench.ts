@@ -1,6 +1,7 @@
 // The chat mode (--chat): conversations whose provider is a fake OpenAI server with a 0 ms model (chatFakes.ts), each
-// seeded with an agent history through plain posts, then two phases of `chatSeconds` each with one turn in flight per
-// conversation (POST …/messages with respond: true):
+// seeded with an agent history through plain posts, then a solo phase (half of `chatSeconds`, at least 5 s: one
+// conversation, one turn at a time — the product's own time per turn on a machine it does not saturate) and two phases
+// of `chatSeconds` each with one turn in flight per conversation (POST …/messages with respond: true):
 //   A. no compactions: every reply reports a prompt well below the threshold. Printed: the turn latency, the fakes'
 //      own time (the product's last request posted straight to the fake) and the product's overhead per turn (turn
 //      latency − the fake's own time, at the same percentile). Goal: p50 ≤ 20 ms.
@@ -160,7 +161,8 @@ export async function runChatBench(
   const loadStart = loadAverage();
   const runId = `lc${randomBytes(3).toString('hex')}`;
   const count = Math.round(options.chatConversations);
-  const fakes = await startChatFakes(2 * count, options.summaryDelayMs);
+  // One fake per conversation: phase A's, phase B's, and the one conversation of the solo phase (the last).
+  const fakes = await startChatFakes(2 * count + 1, options.summaryDelayMs);
   try {
     const stack = await start({
       configYaml: fakes.configYaml(['compression: { max_auto_per_hour: null }']),
@@ -169,11 +171,17 @@ export async function runChatBench(
     logs.progress(`bench:load --chat ${runId}: gateway ${stack.url}; load average ${loadStart}`);
     const http = new JsonHttp(stack.url, count + 4);
     const tenants = await createTenants(http, stack.adminKey, runId, Math.min(Math.round(options.tenants), count));
-    const { conversations } = await createConversations(http, tenants, runId, 2 * count, count, {
+    const { conversations } = await createConversations(http, tenants, runId, 2 * count + 1, count, {
       body: (i) => ({ model: CHAT_MODEL, provider: `chat${i}`, contextLength: CONTEXT_LENGTH }),
     });
-    const [forA, forB] = [conversations.slice(0, count), conversations.slice(count)];
-    logs.progress(`seeding ${2 * count} conversations (${count} per phase) with ${SEED_BATCHES * 2} messages each…`);
+    const [forA, forB, solo] = [
+      conversations.slice(0, count),
+      conversations.slice(count, 2 * count),
+      conversations.slice(2 * count),
+    ];
+    logs.progress(
+      `seeding ${2 * count + 1} conversations (${count} per phase, 1 alone) with ${SEED_BATCHES * 2} messages each…`,
+    );
     await seed(http, conversations, runId);
     const status = await http.request('GET', `/v1/conversations/${conversations[0]!.id}/status`, {
       token: conversations[0]!.tenant.key,
@@ -184,6 +192,19 @@ export async function runChatBench(
     const low = (turn: number) => Math.min(Math.floor(threshold * 0.4), 20_000 + 100 * turn);
     const turns = conversations.map(() => 0);
     const context = { http, fakes, seconds: options.chatSeconds, stack };
+
+    // The overhead of a turn on a machine that is not saturated: one conversation, one turn at a time, as phase A
+    // otherwise. Its fake's own time is measured before any other fake has a request to replay.
+    const soloSeconds = Math.max(5, Math.round(options.chatSeconds / 2));
+    logs.progress(`solo phase: ${soloSeconds} s of turns of one conversation, no compactions…`);
+    const alone = await runPhase(
+      'solo',
+      { ...context, seconds: soloSeconds, conversations: solo },
+      (_c, turn) => low(turn),
+      turns,
+    );
+    const aloneDirect = await timeFakesDirectly(fakes, 25);
+    for (const conversation of solo) fakes.lastBodies[conversation.index] = null;
 
     logs.progress(`phase A: ${options.chatSeconds} s of turns, no compactions…`);
     const quiet = await runPhase('A', { ...context, conversations: forA }, (_c, turn) => low(turn), turns);
@@ -210,7 +231,11 @@ export async function runChatBench(
       for (const row of rows) compactions.add(`${row.trigger} ${row.status}`, Number(row.n));
     }
     http.close();
-    report(options, { quiet, busy, direct, compactions, summaryCalls, threshold, high, loadStart }, logs.log);
+    report(
+      options,
+      { alone, aloneDirect, quiet, busy, direct, compactions, summaryCalls, threshold, high, loadStart },
+      logs.log,
+    );
   } finally {
     await fakes.close();
   }
@@ -219,6 +244,9 @@ export async function runChatBench(
 function report(
   options: LoadOptions,
   f: {
+    /** One conversation, one turn at a time (the solo phase), and its fake's own time. */
+    alone: Phase;
+    aloneDirect: number[];
     quiet: Phase;
     busy: Phase;
     direct: number[];
@@ -237,6 +265,9 @@ function report(
   const overheadP50 = quiet.p50 - fake.p50;
   const overheadP99 = quiet.p99 - fake.p99;
   const increase = busy.p99 - quiet.p99;
+  const alone = summarize(f.alone.latencies);
+  const aloneFake = summarize(f.aloneDirect);
+  const aloneOverhead = alone.p50 - aloneFake.p50;
   const errors = (phase: Phase) => phase.outcomes.total() - phase.latencies.length;
   const rows: Row[] = [
     {
@@ -249,6 +280,14 @@ function report(
       figure: `${ms(overheadP50)} / ${ms(overheadP99)}`,
       goal: 'p50 ≤ 20 ms',
       met: overheadP50 <= 20,
+    },
+    {
+      measure: 'the same, one conversation alone: turns p50 / p99; overhead p50 / p99',
+      figure:
+        `${latencies(alone, ['p50', 'p99'])} (${int(alone.n)} turns, ${(alone.n / f.alone.seconds).toFixed(1)}/s); ` +
+        `${ms(aloneOverhead)} / ${ms(alone.p99 - aloneFake.p99)} (fake ${latencies(aloneFake, ['p50', 'p99'])})`,
+      goal: 'p50 ≤ 20 ms',
+      met: aloneOverhead <= 20,
     },
     {
       measure: 'turns, compactions running: p50 / p95 / p99',
@@ -274,9 +313,9 @@ function report(
     { measure: 'where turns ran (B), from /metrics', figure: describeTurns(f.busy.turns) },
     {
       measure: 'turn outcomes (A; B)',
-      figure: `${f.quiet.outcomes}; ${f.busy.outcomes}`,
+      figure: `${f.quiet.outcomes}; ${f.busy.outcomes}; solo ${f.alone.outcomes}`,
       goal: 'no errors',
-      met: errors(f.quiet) === 0 && errors(f.busy) === 0,
+      met: errors(f.quiet) === 0 && errors(f.busy) === 0 && errors(f.alone) === 0,
     },
     ...cpuRows(f.quiet.cpu).map((row) => ({ ...row, measure: `${row.measure} (A)` })),
     ...cpuRows(f.busy.cpu).map((row) => ({ ...row, measure: `${row.measure} (B)` })),
@@ -293,7 +332,9 @@ function report(
   log(
     "Method: turn latency = POST …/messages (respond: true) → its 200, from this process; the fake's own time = the " +
       "product's last request to each fake posted straight to it from this process (25 each, the stack idle); " +
-      'overhead = turn latency − fake time at the same percentile.',
+      'overhead = turn latency − fake time at the same percentile. With one turn in flight per conversation on 2 ' +
+      'cores, phase A is a throughput run: a turn costs about 1/(turns per second) of the machine, so 8 in flight ' +
+      "queue behind each other; the solo phase is the product's own time per turn.",
   );
   if (waited.n > 0) {
     log(
