@@ -44,18 +44,25 @@ interface TurnCounts {
   paths: Record<string, number>;
   waits: number;
   waitSeconds: number;
+  /** dctx_chat_turn_seconds: per path, the cumulative count at each bucket bound (seconds; Infinity last). */
+  seconds: Record<string, Map<number, number>>;
 }
 
-/** The gateway's chat-turn metrics (dctx_chat_turns_total, dctx_chat_turn_rules_wait_seconds) as they stand. */
+/** The gateway's chat-turn metrics (dctx_chat_turns_total, dctx_chat_turn_rules_wait_seconds, …) as they stand. */
 async function turnCounts(url: string): Promise<TurnCounts> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const counts: TurnCounts = { paths: {}, waits: 0, waitSeconds: 0 };
+  const counts: TurnCounts = { paths: {}, waits: 0, waitSeconds: 0, seconds: {} };
   for (const line of text.split('\n')) {
     const path = /^dctx_chat_turns_total\{path="([a-z_]+)"\} (\S+)$/.exec(line);
     if (path) counts.paths[path[1]!] = Number(path[2]);
     const wait = /^dctx_chat_turn_rules_wait_seconds_(count|sum)\{[^}]*\} (\S+)$/.exec(line);
     if (wait?.[1] === 'count') counts.waits += Number(wait[2]);
     if (wait?.[1] === 'sum') counts.waitSeconds += Number(wait[2]);
+    const bucket = /^dctx_chat_turn_seconds_bucket\{le="([^"]+)",path="([a-z_]+)"\} (\S+)$/.exec(line);
+    if (bucket) {
+      const le = bucket[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(bucket[1]);
+      (counts.seconds[bucket[2]!] ??= new Map()).set(le, Number(bucket[3]));
+    }
   }
   return counts;
 }
@@ -63,13 +70,37 @@ async function turnCounts(url: string): Promise<TurnCounts> {
 function since(before: TurnCounts, after: TurnCounts): TurnCounts {
   const paths: Record<string, number> = {};
   for (const [key, value] of Object.entries(after.paths)) paths[key] = value - (before.paths[key] ?? 0);
-  return { paths, waits: after.waits - before.waits, waitSeconds: after.waitSeconds - before.waitSeconds };
+  const seconds: Record<string, Map<number, number>> = {};
+  for (const [path, buckets] of Object.entries(after.seconds)) {
+    seconds[path] = new Map([...buckets].map(([le, n]) => [le, n - (before.seconds[path]?.get(le) ?? 0)]));
+  }
+  return { paths, waits: after.waits - before.waits, waitSeconds: after.waitSeconds - before.waitSeconds, seconds };
+}
+
+/** The bucket bound under which a share `q` of a path's turns fell ("≤ 100 ms"), from the histogram. */
+function bucketQuantile(buckets: Map<number, number>, q: number): string {
+  const total = buckets.get(Number.POSITIVE_INFINITY) ?? 0;
+  for (const [le, n] of [...buckets].sort((a, b) => a[0] - b[0])) {
+    if (n >= q * total) return Number.isFinite(le) ? `≤ ${ms(le * 1000)}` : '> 30 s';
+  }
+  return '—';
 }
 
 function describeTurns(t: TurnCounts): string {
   const p = (key: string) => int(t.paths[key] ?? 0);
   const mean = t.waits > 0 ? `, mean ${ms((t.waitSeconds / t.waits) * 1000)}` : '';
   return `quiet ${p('gateway_quiet')}, notified ${p('gateway_notified')}, workflow ${p('workflow')}; ${int(t.waits)} waited for rules${mean}`;
+}
+
+/** Per path with turns: its p50 / p99 turn time, as histogram bucket bounds. */
+function describeTurnTimes(t: TurnCounts): string {
+  const parts: string[] = [];
+  for (const path of ['gateway_quiet', 'gateway_notified', 'workflow']) {
+    const buckets = t.seconds[path];
+    if (!buckets || (buckets.get(Number.POSITIVE_INFINITY) ?? 0) === 0) continue;
+    parts.push(`${path.replace('gateway_', '')} ${bucketQuantile(buckets, 0.5)} / ${bucketQuantile(buckets, 0.99)}`);
+  }
+  return parts.join('; ') || '—';
 }
 
 /** Seeds each conversation with an agent history (plain posts, the last with `wait: true`), until it is applied. */
@@ -311,6 +342,8 @@ function report(
     },
     { measure: 'where turns ran (A), from /metrics', figure: describeTurns(f.quiet.turns) },
     { measure: 'where turns ran (B), from /metrics', figure: describeTurns(f.busy.turns) },
+    { measure: 'turn time by where it ran (A), p50 / p99', figure: describeTurnTimes(f.quiet.turns) },
+    { measure: 'turn time by where it ran (B), p50 / p99', figure: describeTurnTimes(f.busy.turns) },
     {
       measure: 'turn outcomes (A; B)',
       figure: `${f.quiet.outcomes}; ${f.busy.outcomes}; solo ${f.alone.outcomes}`,

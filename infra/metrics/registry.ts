@@ -16,6 +16,8 @@ export interface Metrics {
   summaryRetention: Histogram<'stage'>;
   /** Issue #11: where the gateway's chat turns ran (workers/gateway/chatTurns.ts TurnPath). */
   chatTurns: Counter<'path'>;
+  /** Issue #11: how long the gateway's chat turns took (request validated → answer), by where they ran. */
+  chatTurnSeconds: Histogram<'path'>;
   /** Issue #11: how long a chat turn waited for the workflow's next rules, by what it would have been judged by. */
   turnRulesWait: Histogram<'standing'>;
   /** Issue #14 §5: requests the gateway refused with 429, by the limit (`requests_per_minute`, …). */
@@ -57,6 +59,13 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     'Chat turns by where they ran: gateway_quiet (no notification), gateway_notified (some of its batches ' +
       'notified to the workflow), workflow (the chat-turn update), stored (answered from an earlier attempt)',
     ['path'],
+  );
+  const chatTurnSeconds = histogram(
+    'dctx_chat_turn_seconds',
+    'Chat turns answered, by where they ran (as dctx_chat_turns_total): from the validated request to the answer, ' +
+      "the model's time included",
+    ['path'],
+    [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30],
   );
   const turnRulesWait = histogram(
     'dctx_chat_turn_rules_wait_seconds',
@@ -106,6 +115,7 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     httpRequests,
     summaryRetention,
     chatTurns,
+    chatTurnSeconds,
     turnRulesWait,
     limitRefusals,
   };

@@ -81,7 +81,12 @@ export type ChatRequest = {
 /** Where a turn ran: in the gateway (none of its batches notified, or some), by the workflow, or stored before. */
 export type TurnPath = 'gateway_quiet' | 'gateway_notified' | 'workflow' | 'stored';
 /** The gateway's chat-turn metrics (infra/metrics/registry.ts). */
-export type TurnMetrics = Pick<Metrics, 'chatTurns' | 'turnRulesWait'>;
+export type TurnMetrics = Pick<Metrics, 'chatTurns' | 'chatTurnSeconds' | 'turnRulesWait'>;
+
+/** Where a turn ran, once known (ChatTurns.run), for the time it took. */
+interface TurnTrace {
+  path?: TurnPath;
+}
 
 export class ChatTurns {
   private readonly queue = new TurnQueue();
@@ -119,12 +124,26 @@ export class ChatTurns {
     const problem = validateSubmit({ messages: request.messages });
     if (problem) throw new InvalidRequestError(problem);
     const turnId = turnIdOf(conversationId, request.messages);
+    const trace: TurnTrace = {};
+    const timer = this.metrics?.chatTurnSeconds.startTimer();
+    const reply = await this.answer(tenantId, conversationId, turnId, request, trace);
+    if (trace.path) timer?.({ path: trace.path });
+    return reply;
+  }
+
+  private async answer(
+    tenantId: string,
+    conversationId: string,
+    turnId: string,
+    request: ChatRequest,
+    trace: TurnTrace,
+  ): Promise<ChatTurnReply> {
     // The turn takes its place in the conversation's queue as it arrives, before anything it awaits.
     const { outcome, answered } = await this.queue.run(`${tenantId}\n${conversationId}`, async () => {
       const row = await this.host.require(tenantId, conversationId);
       const unavailable = this.host.chatProblem(row);
       if (unavailable) throw new ChatUnavailableError(unavailable);
-      return this.run(tenantId, conversationId, row, turnId, request);
+      return this.run(tenantId, conversationId, row, turnId, request, trace);
     });
     if (answered) {
       // Stored here: the reply as it reads back, the status from the row its statement wrote.
@@ -144,13 +163,14 @@ export class ChatTurns {
     return { ...turn, reply: reply.message, toolCalls: reply.message.tool_calls ?? [] };
   }
 
-  private count(path: TurnPath): void {
+  private count(path: TurnPath, trace: TurnTrace): void {
+    trace.path = path;
     this.metrics?.chatTurns.inc({ path });
   }
 
   /** A turn an earlier attempt stored: its outcome. */
-  private storedBefore(turnId: string, turn: TurnRecord): RunOutcome {
-    this.count('stored');
+  private storedBefore(turnId: string, turn: TurnRecord, trace: TurnTrace): RunOutcome {
+    this.count('stored', trace);
     return { outcome: storedOutcome(turnId, turn) };
   }
 
@@ -160,6 +180,7 @@ export class ChatTurns {
     row: ConversationRow,
     turnId: string,
     request: ChatRequest,
+    trace: TurnTrace,
   ): Promise<RunOutcome> {
     const messages = { messages: request.messages };
     const { runner, host } = this;
@@ -183,7 +204,7 @@ export class ChatTurns {
       // Stored by an earlier attempt; while something accepted is still undecided (e.g. that attempt's notification
       // was lost), the workflow hears again, as from a retried post.
       if (appended.decision.notify) await host.notify(tenantId, appended.head, withNotification(appended));
-      return this.storedBefore(turnId, appended.turn);
+      return this.storedBefore(turnId, appended.turn, trace);
     }
     if (runner && appended.context) {
       const { head, context, stored, decision } = appended;
@@ -225,23 +246,23 @@ export class ChatTurns {
       }
       await told;
       if (direct) {
-        this.count(decision.notify || direct.notified ? 'gateway_notified' : 'gateway_quiet');
+        this.count(decision.notify || direct.notified ? 'gateway_notified' : 'gateway_quiet', trace);
         return direct;
       }
       // The model failed transiently: the workflow runs the turn with its durable retries (the batch is stored and
       // decided; the workflow hears of it again, as of a retried request's).
       if (heard) observer?.discard();
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
-      if (appended.turn?.messageId != null) return this.storedBefore(turnId, appended.turn);
+      if (appended.turn?.messageId != null) return this.storedBefore(turnId, appended.turn, trace);
     }
     if (!appended.decision.notify || !appended.decision.notification) {
       // The batch was stored before (a retried request): the update opens a new epoch and carries the fold, as
       // every notification the workflow decides on must.
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
-      if (appended.turn?.messageId != null) return this.storedBefore(turnId, appended.turn);
+      if (appended.turn?.messageId != null) return this.storedBefore(turnId, appended.turn, trace);
     }
     await host.ensureWorkflow(tenantId, row);
-    this.count('workflow');
+    this.count('workflow', trace);
     const unlisten = await this.listen(turnId, observer);
     try {
       const outcome = await host.temporal.chatTurn(tenantId, conversationId, {

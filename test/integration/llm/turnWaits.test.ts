@@ -97,6 +97,13 @@ describe('a chat turn after a notified reply', () => {
     expect(again.reply.content).toBe('and after');
     expect((await counted('dctx_chat_turns_total')).stored).toBe(1);
     expect((await counted('dctx_chat_turn_rules_wait_seconds'))['judged:count']).toBe(1);
+    // Every answered turn is timed under where it ran.
+    expect(await counted('dctx_chat_turn_seconds')).toMatchObject({
+      'workflow:count': 1,
+      'gateway_notified:count': 1,
+      'gateway_quiet:count': 2,
+      'stored:count': 1,
+    });
     const status = await stack.client.status(t, conv);
     expect(status.appliedSeq).toBe(status.batchSeq);
     expect(status.lastPromptTokens).toBe(2_100);
