@@ -61,7 +61,9 @@ async function turnCounts(url: string): Promise<TurnCounts> {
     const bucket = /^dctx_chat_turn_seconds_bucket\{le="([^"]+)",path="([a-z_]+)"\} (\S+)$/.exec(line);
     if (bucket) {
       const le = bucket[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(bucket[1]);
-      (counts.seconds[bucket[2]!] ??= new Map()).set(le, Number(bucket[3]));
+      const path = bucket[2]!;
+      counts.seconds[path] ??= new Map();
+      counts.seconds[path].set(le, Number(bucket[3]));
     }
   }
   return counts;
