@@ -51,6 +51,11 @@ export function registerContextEngine(name: string, factory: ContextEngineFactor
   factories.set(name, factory);
 }
 
+/** Whether a factory is registered under `name` (nothing is built). */
+export function isContextEngineRegistered(name: string): boolean {
+  return factories.has(name);
+}
+
 /** Removes a registration (tests, plugin reloads). */
 export function unregisterContextEngine(name: string): boolean {
   return factories.delete(name);

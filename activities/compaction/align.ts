@@ -32,8 +32,8 @@ export function createAlignActivities(deps: SnapshotDeps & EngineDeps) {
      * Phase 2 (S1–S4, and the empty-window check of §8.5.1, which planCompaction makes) on the unpruned active
      * transcript; with `begin`, the compaction record is created first (idempotent), in the same activity. Before
      * planning, the tenant's `context.engine` is resolved (SPEC §10.3): an engine other than the built-in one that
-     * loads is returned instead of a plan (engineCompress does that compaction); one that does not load leaves the
-     * §10.3 line on the record and in the result.
+     * this worker has is returned instead of a plan (engineCompress builds it and does that compaction); a name it
+     * does not have leaves the §10.3 line on the record and in the result.
      */
     async align(input: AlignInput): Promise<AlignResult> {
       const record = input.begin
@@ -54,8 +54,7 @@ export function createAlignActivities(deps: SnapshotDeps & EngineDeps) {
       // engineCompress recorded its own fallback (with the reason); a line of this resolution is recorded here.
       let ownWarning: string | null = null;
       if (input.engineFallback === undefined && input.chooseEngine) {
-        const target = { tenantId: input.tenantId, sessionId: record.session_id, contextLength: input.contextLength };
-        const choice = await chooseEngine(deps, target);
+        const choice = await chooseEngine(deps, input.tenantId);
         if (choice.engine !== null) {
           return { noop: false, headEnd: 0, cut: 0, inputRows: 0, tokensBefore: 0, engine: choice.engine };
         }

@@ -8,13 +8,14 @@ import {
   type CompressionConfig,
   type ContextCompressorOptions,
   DEFAULT_HOST_POLICY,
+  engineNotFoundWarning,
   normalizeCompressionConfig,
   type Summarizer,
 } from '../../engine/index.js';
 import { effectiveTenantPolicy } from '../../infra/config/tenantPolicy.js';
 import { getSession } from '../../infra/db/sessions.js';
 import { getTenantPolicy } from '../../infra/db/tenants.js';
-import { type LoadedEngine, loadContextEngine } from '../../infra/plugins/contextEngines.js';
+import { type LoadedEngine, loadContextEngine, locateContextEngine } from '../../infra/plugins/contextEngines.js';
 import { type CompactionActivityDeps, summarizerForSession } from './record.js';
 
 export type EngineDeps = Pick<
@@ -86,16 +87,18 @@ export function logEngineFallback(
 }
 
 /**
- * Which engine compresses this compaction: `engine` when the tenant's `context.engine` names one that loads here;
- * null for the built-in phases, with the §10.3 line when another name was configured.
+ * Which engine compresses this compaction: `engine` when the tenant's `context.engine` names one this worker has (a
+ * plugin directory or a registration); null for the built-in phases, with the §10.3 line when another name was
+ * configured. The engine is built once, by engineCompress, which falls back with the "failed to load" line if it
+ * does not load.
  */
 export async function chooseEngine(
   deps: EngineDeps,
-  target: { tenantId: string; sessionId: string; contextLength: number },
+  tenantId: string,
 ): Promise<{ engine: string | null; warning: string | null }> {
-  const settings = await tenantEngineSettings(deps, target.tenantId);
-  if (settings.name === BUILTIN_CONTEXT_ENGINE) return { engine: null, warning: null };
-  const { loaded } = await engineForSession(deps, { ...target, ...settings });
-  if (loaded.origin === 'builtin') return { engine: null, warning: loaded.warning };
-  return { engine: settings.name, warning: null };
+  const { name } = await tenantEngineSettings(deps, tenantId);
+  const origin = locateContextEngine(name, deps.pluginDir);
+  if (origin === 'builtin') return { engine: null, warning: null };
+  if (origin === null) return { engine: null, warning: engineNotFoundWarning(name) };
+  return { engine: name, warning: null };
 }

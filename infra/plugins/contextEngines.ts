@@ -12,6 +12,7 @@ import {
   type ContextEngine,
   engineFailedWarning,
   isContextEngine,
+  isContextEngineRegistered,
   resolveContextEngineDetailed,
 } from '../../engine/index.js';
 import { DEFAULT_PLUGIN_DIR } from './pluginDir.js';
@@ -44,6 +45,20 @@ async function importFactory(dir: string): Promise<Factory> {
   const module = (await import(pathToFileURL(join(dir, PLUGIN_ENTRY)).href)) as { default?: unknown };
   if (typeof module.default !== 'function') throw new TypeError(`${PLUGIN_ENTRY} has no default-exported factory`);
   return module.default as Factory;
+}
+
+/**
+ * Where the engine `name` would come from, without building it: its plugin directory, the registry, or nowhere
+ * (null). `compressor`, empty and absent names are the built-in engine. Whether it loads is known once it is built
+ * (loadContextEngine).
+ */
+export function locateContextEngine(
+  name: string | null | undefined,
+  pluginDir: string = DEFAULT_PLUGIN_DIR,
+): EngineOrigin | null {
+  if (!name || name === BUILTIN_CONTEXT_ENGINE) return 'builtin';
+  if (pluginDirectory(pluginDir, name) !== null) return 'plugin';
+  return isContextEngineRegistered(name) ? 'registry' : null;
 }
 
 /**

@@ -59,6 +59,7 @@ beforeAll(async () => {
     'splits-tool-pairs',
     `export default () => ({ ${ENGINE_SHAPE}, compress: async (messages) => messages.filter((m) => m.role !== 'assistant' || !m.tool_calls) });`,
   );
+  plugin('throws-on-import', `throw new Error('broken module'); export default () => null;`);
   testDb = await createTestDatabase(inject('databaseUrl'));
   stack = await createTestStack({ db: testDb.db, summarizer, activityDeps: { pluginDir } });
 });
@@ -286,6 +287,16 @@ describe('the built-in compressor takes over, never silently', () => {
     const live = (await loadTranscript(testDb.db, t, result.sessionId)).map((r) => r.message);
     expect(live.filter((m) => m.role === 'tool').length).toBeGreaterThan(0);
     expect([...unpairedToolIds(live)]).toEqual([]);
+    expect((await stack.client.status(t, conv)).notices).toContain(line);
+    await replays(t, record as { session_id: string; seq: number });
+  });
+
+  it('a plugin that does not load: the built-in summary, with the failed-to-load line', async () => {
+    const { t, conv, result, record } = await compactedConversation({ context: { engine: 'throws-on-import' } });
+    const line = "Context engine 'throws-on-import' failed to load; using the built-in compressor.";
+    expect(result.status).toBe('committed');
+    expect(record).toMatchObject({ engine: 'compressor', engine_fallback: line });
+    expect(record?.summary_body).toContain('from the LLM');
     expect((await stack.client.status(t, conv)).notices).toContain(line);
     await replays(t, record as { session_id: string; seq: number });
   });

@@ -10,7 +10,12 @@ import {
   registerContextEngine,
   unregisterContextEngine,
 } from '../../../engine/index.js';
-import { DEFAULT_PLUGIN_DIR, describeContextEngine, loadContextEngine } from '../../../infra/plugins/contextEngines.js';
+import {
+  DEFAULT_PLUGIN_DIR,
+  describeContextEngine,
+  loadContextEngine,
+  locateContextEngine,
+} from '../../../infra/plugins/contextEngines.js';
 
 const options: ContextCompressorOptions = {
   model: 'acme-chat',
@@ -108,6 +113,24 @@ describe('loadContextEngine', () => {
     const loaded = await loadContextEngine('../good', options, join(dir, 'no-entry'));
     expect(loaded.origin).toBe('builtin');
     expect(loaded.warning).toBe("Context engine '../good' not found; using the built-in compressor.");
+  });
+});
+
+describe('locateContextEngine: where a name would come from, nothing built', () => {
+  it('a plugin directory (even one that does not load), a registration, the built-in names, or nowhere', () => {
+    registerContextEngine('registered-only', () => {
+      throw new Error('never built');
+    });
+    try {
+      expect(locateContextEngine('good', dir)).toBe('plugin');
+      expect(locateContextEngine('throws-on-import', dir)).toBe('plugin');
+      expect(locateContextEngine('registered-only', dir)).toBe('registry');
+      expect(locateContextEngine('missing', dir)).toBeNull();
+      expect(locateContextEngine('../good', join(dir, 'no-entry'))).toBeNull();
+      for (const name of [undefined, null, '', 'compressor']) expect(locateContextEngine(name, dir)).toBe('builtin');
+    } finally {
+      unregisterContextEngine('registered-only');
+    }
   });
 });
 
