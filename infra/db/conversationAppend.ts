@@ -18,7 +18,7 @@ import { fieldsToMessage, type MessageColumns, toStoredMessage } from './message
 import type { ConversationRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
 import { IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
-import type { TenantTx } from './tenant.js';
+import { CUSTOM_PLANS, type TenantTx } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
 
 export interface AppendItem {
@@ -66,13 +66,17 @@ function validateItems(items: readonly AppendItem[]): void {
 async function appendState(tx: Kysely<Database>, tenantId: string, target: RowTarget, keys: readonly string[]) {
   // Written so that the plan does not depend on the statistics (a table that grew since its last ANALYZE had the
   // key filtered over every row of the conversation and every active position read): each key is one probe of the
-  // unique index, the highest position one step back along the transcript index.
+  // unique index on all three columns (a LATERAL with LIMIT is never flattened into a join, which a generic plan made
+  // on an empty table ran as a scan of the conversation's keys), the highest position one step back along the
+  // transcript index.
   const { rows } = await sql<StoredKeyRow & { max_position: number | null }>`
     SELECT m.idempotency_key, m.role, m.content, m.content_parts, m.tool_calls, m.tool_call_id, m.tool_name, m.extra,
            m.raw_message, NULL::integer AS max_position
       FROM unnest(${keys}::text[]) AS k(key)
-      JOIN messages m
-        ON m.tenant_id = ${tenantId} AND m.conversation_id = ${target.conversationId} AND m.idempotency_key = k.key
+     CROSS JOIN LATERAL (
+           SELECT * FROM messages
+            WHERE tenant_id = ${tenantId} AND conversation_id = ${target.conversationId} AND idempotency_key = k.key
+            LIMIT 1) AS m
     UNION ALL
     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
            (SELECT position FROM message_state
@@ -158,6 +162,13 @@ export interface AppendOptions {
 const tokensOf = (rows: readonly AppendedMessage[]) => rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
 
 /**
+ * The append's own statements (the lock, the key and position read, the insert, the totals) probe by key, with plans
+ * that do not depend on the values: planned once per connection, not on every append (issue #11: ~0.7 ms of
+ * PostgreSQL's CPU per batch went to planning them).
+ */
+const APPEND_PLANS = { genericPlans: true } as const;
+
+/**
  * The conversation log's append (gateway, chat turns): the batch goes to the conversation's current session.
  * `within` runs further writes in the same transaction (e.g. the turn record of a model reply).
  */
@@ -169,39 +180,48 @@ export async function appendToConversation(
   options: AppendOptions = {},
 ): Promise<AppendResult> {
   validateItems(items);
-  return withTenantWrite(db, tenantId, async (tx) => {
-    const conversation = await requireLockedHead(tx, tenantId, conversationId);
-    const target = { sessionId: conversation.current_session_id, conversationId };
-    const follows = options.after !== undefined ? { after: options.after, head: conversation.last_key } : undefined;
-    const { appended, duplicates, stale } = await appendLocked(tx, tenantId, target, items, follows);
-    const delta = { messages: appended.length, tokens: tokensOf(appended) };
-    const fresh = appended.length > 0;
-    // Under the row's lock the totals after the batch are known before the statement that writes them.
-    const result: AppendResult = {
-      appended,
-      duplicates,
-      ...(stale ? { stale } : {}),
-      ...target,
-      totals: fresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
-    };
-    const extra = options.settle?.(result, conversation) ?? null;
-    if (fresh) {
-      const written = await addToTotals(tx, tenantId, conversationId, delta, { ...extra, ...lastKeyOf(appended) });
-      if (written.version !== result.totals?.version || written.batchSeq !== result.totals.batchSeq) {
-        throw new Error(`conversation ${conversationId}: totals moved under its lock`);
+  return withTenantWrite(
+    db,
+    tenantId,
+    async (tx) => {
+      const conversation = await requireLockedHead(tx, tenantId, conversationId);
+      const target = { sessionId: conversation.current_session_id, conversationId };
+      const follows = options.after !== undefined ? { after: options.after, head: conversation.last_key } : undefined;
+      const { appended, duplicates, stale } = await appendLocked(tx, tenantId, target, items, follows);
+      const delta = { messages: appended.length, tokens: tokensOf(appended) };
+      const fresh = appended.length > 0;
+      // Under the row's lock the totals after the batch are known before the statement that writes them.
+      const result: AppendResult = {
+        appended,
+        duplicates,
+        ...(stale ? { stale } : {}),
+        ...target,
+        totals: fresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
+      };
+      const extra = options.settle?.(result, conversation) ?? null;
+      if (fresh) {
+        const written = await addToTotals(tx, tenantId, conversationId, delta, { ...extra, ...lastKeyOf(appended) });
+        if (written.version !== result.totals?.version || written.batchSeq !== result.totals.batchSeq) {
+          throw new Error(`conversation ${conversationId}: totals moved under its lock`);
+        }
+        result.written = written.row;
+      } else if (extra) {
+        await tx
+          .updateTable('conversations')
+          .set(extra)
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', conversationId)
+          .execute();
       }
-      result.written = written.row;
-    } else if (extra) {
-      await tx
-        .updateTable('conversations')
-        .set(extra)
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', conversationId)
-        .execute();
-    }
-    if (options.within) await options.within(tx, result);
-    return result;
-  });
+      if (options.within) {
+        // The caller's statements are planned for their values again (e.g. a read of the session's rows).
+        await tx.executeQuery(CUSTOM_PLANS());
+        await options.within(tx, result);
+      }
+      return result;
+    },
+    APPEND_PLANS,
+  );
 }
 
 /**

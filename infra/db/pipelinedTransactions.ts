@@ -65,10 +65,12 @@ export function joinFlight(client: CorkableClient): void {
 }
 
 /**
- * A parameterless statement whose result nobody reads. Executed first in a transaction of this driver, it is held
- * back and sent with BEGIN as one simple-protocol message (`BEGIN; <statement>`), in the flight of the transaction's
- * first other statement; if BEGIN runs, the statement runs inside that transaction or aborts it, and every statement
- * after it then fails. Anywhere else it is an ordinary statement.
+ * A parameterless statement whose result nobody reads, meant for settings local to a transaction. Executed first in
+ * a transaction of this driver, it is held back and sent with BEGIN as one simple-protocol message
+ * (`BEGIN; <statement>`), in the flight of the transaction's first other statement; if BEGIN runs, the statement runs
+ * inside that transaction or aborts it, and every statement after it then fails. Executed later in the transaction,
+ * it is held back likewise and sent in the flight of the next statement; if the transaction ends first, it is never
+ * sent (nothing was left for it to act on). Outside a transaction it is an ordinary statement.
  */
 export function deferredStatement(sqlText: string): CompiledQuery {
   const query = CompiledQuery.raw(sqlText, []);
@@ -87,17 +89,21 @@ function beginStatement(settings: TransactionSettings): string {
 class PipelinedConnection implements DatabaseConnection {
   /** Statements of the opened transaction not sent yet (BEGIN first); null once sent or outside a transaction. */
   prelude: string[] | null = null;
+  /** Deferred statements of the opened transaction, sent with its next statement (`deferredStatement`). */
+  held: string[] = [];
+  /** Between BEGIN (held back or sent) and COMMIT or ROLLBACK. */
+  inTransaction = false;
   readOnly = false;
 
   constructor(readonly inner: PostgresConnection) {}
 
   // PostgresConnection takes no per-query options (cancellation goes through cancelQuery).
   async executeQuery<R>(query: CompiledQuery, _options?: AbortableOperationOptions): Promise<QueryResult<R>> {
-    if (this.prelude === null) return this.inner.executeQuery<R>(query);
-    if (deferrable.has(query)) {
-      this.prelude.push(query.sql);
+    if (deferrable.has(query) && this.inTransaction) {
+      (this.prelude ?? this.held).push(query.sql);
       return { rows: [] };
     }
+    if (this.prelude === null && this.held.length === 0) return this.inner.executeQuery<R>(query);
     const [result] = await this.send([query]);
     return result as QueryResult<R>;
   }
@@ -111,9 +117,11 @@ class PipelinedConnection implements DatabaseConnection {
     const sent: Promise<QueryResult<unknown>>[] = [];
     let opened = 0;
     inFlight(() => {
-      if (this.prelude !== null) {
-        sent.push(this.inner.executeQuery(CompiledQuery.raw(this.prelude.join('; '), [])));
+      const held = [...(this.prelude ?? []), ...this.held];
+      if (held.length > 0) {
+        sent.push(this.inner.executeQuery(CompiledQuery.raw(held.join('; '), [])));
         this.prelude = null;
+        this.held = [];
         opened = 1;
       }
       for (const query of queries) sent.push(this.inner.executeQuery(query));
@@ -133,12 +141,19 @@ class PipelinedConnection implements DatabaseConnection {
     yield* this.inner.streamQuery<R>(query, chunkSize);
   }
 
-  /** Sends the held-back prelude on its own (before a stream, a savepoint or the commit of a write). */
+  /** Sends the held-back statements on their own (before a stream). */
   async flush(): Promise<void> {
-    if (this.prelude === null) return;
-    const prelude = this.prelude.join('; ');
+    const held = [...(this.prelude ?? []), ...this.held];
     this.prelude = null;
-    await this.inner.executeQuery(CompiledQuery.raw(prelude, []));
+    this.held = [];
+    if (held.length > 0) await this.inner.executeQuery(CompiledQuery.raw(held.join('; '), []));
+  }
+
+  /** The transaction ends: its statements held back are dropped; the next user starts afresh. */
+  settle(): void {
+    this.prelude = null;
+    this.held = [];
+    this.inTransaction = false;
   }
 
   async cancelQuery(control: ControlConnectionProvider): Promise<void> {
@@ -172,28 +187,29 @@ export class PipelinedPostgresDriver extends PostgresDriver {
       wrapper = new PipelinedConnection(inner);
       this.#wrappers.set(inner, wrapper);
     }
-    wrapper.prelude = null;
+    wrapper.settle();
     return wrapper;
   }
 
   override async releaseConnection(connection: DatabaseConnection): Promise<void> {
     const wrapper = connection as PipelinedConnection;
-    wrapper.prelude = null;
+    wrapper.settle();
     await super.releaseConnection(wrapper.inner);
   }
 
   override async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     const wrapper = connection as PipelinedConnection;
     wrapper.prelude = [beginStatement(settings)];
+    wrapper.held = [];
+    wrapper.inTransaction = true;
     wrapper.readOnly = settings.accessMode === 'read only';
   }
 
   override async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const wrapper = connection as PipelinedConnection;
-    if (wrapper.prelude !== null) {
-      wrapper.prelude = null; // never opened
-      return;
-    }
+    const opened = wrapper.prelude === null;
+    wrapper.settle();
+    if (!opened) return; // never opened
     if (!wrapper.readOnly) return super.commitTransaction(wrapper.inner);
     // The only failure left is a lost connection, which the pool discards on its own.
     wrapper.inner.executeQuery(CompiledQuery.raw('commit', [])).catch(() => undefined);
@@ -201,10 +217,9 @@ export class PipelinedPostgresDriver extends PostgresDriver {
 
   override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     const wrapper = connection as PipelinedConnection;
-    if (wrapper.prelude !== null) {
-      wrapper.prelude = null; // never opened
-      return;
-    }
+    const opened = wrapper.prelude === null;
+    wrapper.settle();
+    if (!opened) return; // never opened
     await super.rollbackTransaction(wrapper.inner);
   }
 }

@@ -19,6 +19,12 @@ export type TenantTx = Transaction<Database>;
 export interface TenantOptions {
   /** A transaction that only reads (`START TRANSACTION READ ONLY`: a write fails): no wait for its COMMIT. */
   readOnly?: boolean;
+  /**
+   * The transaction's statements are probes by key whose best plan does not depend on the values: each prepared
+   * statement is planned once per connection (`plan_cache_mode = force_generic_plan` for this transaction), not for
+   * every execution as the pool's default (infra/db/connect.ts) has it. `CUSTOM_PLANS` switches back mid-transaction.
+   */
+  genericPlans?: boolean;
 }
 
 /** The options of a transaction that only reads: one round trip, its COMMIT not awaited. */
@@ -26,13 +32,24 @@ export const READ_ONLY: TenantOptions = { readOnly: true };
 
 const TENANT_ID = new RegExp(TENANT_ID_PATTERN);
 
+/** The transaction-local setting of how prepared statements are planned (TenantOptions.genericPlans). */
+const PLAN_MODE = (mode: 'force_generic_plan' | 'force_custom_plan') =>
+  `set_config('plan_cache_mode', '${mode}', true)`;
+
 /**
  * The role and the tenant, as literals: the setting travels in a simple-protocol message with BEGIN, which takes no
  * parameters. The tenant id must match the tenants table's own pattern (no quote can occur) and is quoted anyway.
  */
-function tenantSettings(tenantId: string): string {
-  return `SELECT set_config('role', ${pg.escapeLiteral(TENANT_ROLE)}, true), set_config('app.tenant_id', ${pg.escapeLiteral(tenantId)}, true)`;
+function tenantSettings(tenantId: string, genericPlans: boolean): string {
+  const plans = genericPlans ? `, ${PLAN_MODE('force_generic_plan')}` : '';
+  return `SELECT set_config('role', ${pg.escapeLiteral(TENANT_ROLE)}, true), set_config('app.tenant_id', ${pg.escapeLiteral(tenantId)}, true)${plans}`;
 }
+
+/**
+ * Back to plans made for each execution's values, in a `genericPlans` transaction: for statements whose plan depends
+ * on them (e.g. reads of a session's rows). Held back and sent in the flight of the transaction's next statement.
+ */
+export const CUSTOM_PLANS = () => deferredStatement(`SELECT ${PLAN_MODE('force_custom_plan')}`);
 
 export async function withTenant<T>(
   db: Kysely<Database>,
@@ -45,7 +62,7 @@ export async function withTenant<T>(
   }
   const transaction = options.readOnly ? db.transaction().setAccessMode('read only') : db.transaction();
   return transaction.execute(async (tx) => {
-    await tx.executeQuery(deferredStatement(tenantSettings(tenantId)));
+    await tx.executeQuery(deferredStatement(tenantSettings(tenantId, options.genericPlans === true)));
     return fn(tx);
   });
 }

@@ -4,7 +4,7 @@
 import type { Kysely } from 'kysely';
 import { isStalePreparedStatement } from './preparedStatements.js';
 import type { Database } from './schema.js';
-import { type TenantTx, withTenant } from './tenant.js';
+import { type TenantOptions, type TenantTx, withTenant } from './tenant.js';
 
 /** serialization_failure, deadlock_detected, lock_not_available. */
 export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '55P03']);
@@ -67,7 +67,8 @@ export function withTenantWrite<T>(
   db: Kysely<Database>,
   tenantId: string,
   fn: (tx: TenantTx) => Promise<T>,
-  opts?: WriteRetryOptions,
+  opts: WriteRetryOptions & Pick<TenantOptions, 'genericPlans'> = {},
 ): Promise<T> {
-  return withWriteRetry(() => withTenant(db, tenantId, fn), opts);
+  const { genericPlans, ...retry } = opts;
+  return withWriteRetry(() => withTenant(db, tenantId, fn, genericPlans ? { genericPlans } : {}), retry);
 }

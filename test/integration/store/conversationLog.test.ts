@@ -16,7 +16,16 @@ import { IdempotencyConflictError } from '../../../infra/db/storeErrors.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
-import { assistant, statsFor, summaryText, toolCall, toolResult, uniqueId, user } from './storeFixtures.js';
+import {
+  assistant,
+  newConversation as newConversationOf,
+  statsFor,
+  summaryText,
+  toolCall,
+  toolResult,
+  uniqueId,
+  user,
+} from './storeFixtures.js';
 
 let testDb: TestDatabase;
 const TENANT = 'tenant-log';
@@ -29,19 +38,7 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-async function newConversation(): Promise<string> {
-  const id = uniqueId('conv');
-  await createConversation(testDb.db, TENANT, {
-    id,
-    sessionId: uniqueId('s'),
-    model: 'acme-chat',
-    provider: null,
-    contextLength: 200_000,
-    source: 'api',
-    title: null,
-  });
-  return id;
-}
+const newConversation = () => newConversationOf(testDb.db, TENANT);
 
 const keyed = (messages: ChatMessage[], prefix: string) =>
   messages.map((message, i) => ({ message, idempotencyKey: `${prefix}:${i}` }));

@@ -5,12 +5,13 @@
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDb } from '../../../infra/db/connect.js';
+import { appendToConversation } from '../../../infra/db/conversationAppend.js';
 import { classifyDbError } from '../../../infra/db/dbErrors.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { isRetryableWriteError, withWriteRetry } from '../../../infra/db/writeRetry.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
-import { assistant, seedSession, user } from './storeFixtures.js';
+import { assistant, newConversation, seedSession, user } from './storeFixtures.js';
 
 let testDb: TestDatabase;
 /** One connection: its prepared statements are the session's own (pg_prepared_statements). */
@@ -84,5 +85,28 @@ describe('prepared statements', () => {
     expect(classifyDbError(failure)).toBe('unavailable');
     const again = await withWriteRetry(read, { sleep: async () => undefined });
     expect(again.rows).toEqual([{ id: 1, label: 'one', extra: null }]);
+  });
+
+  it("an append's own statements are planned once per connection; what runs within it, for its values", async () => {
+    const conversationId = await newConversation(single, A);
+    for (let i = 0; i < 6; i++) {
+      await appendToConversation(single, A, conversationId, [{ message: user(`m${i}`), idempotencyKey: `k${i}` }], {
+        within: async (tx) => {
+          await sql`SELECT count(*) FROM messages WHERE conversation_id = ${conversationId}`.execute(tx);
+        },
+      });
+    }
+    const { rows } = await sql<{ statement: string; generic_plans: number; custom_plans: number }>`
+      SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`.execute(single);
+    const plans = (fragment: string) => {
+      const found = rows.filter((r) => r.statement.includes(fragment));
+      expect(found, fragment).toHaveLength(1);
+      return { generic: found[0]?.generic_plans, custom: found[0]?.custom_plans };
+    };
+    // Named from the second append on: five executions each, every one on the plan made for the first.
+    for (const fragment of ['jsonb_to_recordset', 'FROM unnest', 'for no key update', 'update "conversations"']) {
+      expect(plans(fragment), fragment).toEqual({ generic: 5, custom: 0 });
+    }
+    expect(plans('SELECT count(*) FROM messages WHERE conversation_id')).toEqual({ generic: 0, custom: 5 });
   });
 });

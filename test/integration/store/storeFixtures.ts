@@ -4,6 +4,7 @@ import { SUMMARY_PREFIX } from '../../../engine/constants.js';
 import type { ChatMessage, CompressionStats } from '../../../engine/types.js';
 import { createCompactionRecord } from '../../../infra/db/compactions.js';
 import { appendMessages } from '../../../infra/db/conversationAppend.js';
+import { createConversation } from '../../../infra/db/conversations.js';
 import { loadTranscript, type StoredMessage } from '../../../infra/db/messages.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { createSession } from '../../../infra/db/sessions.js';
@@ -29,6 +30,21 @@ let counter = 0;
 export function uniqueId(prefix: string): string {
   counter += 1;
   return `${prefix}-${process.pid}-${counter}`;
+}
+
+/** A new conversation record of the tenant (which must exist), with its first session; returns its id. */
+export async function newConversation(db: Kysely<Database>, tenantId: string): Promise<string> {
+  const id = uniqueId('conv');
+  await createConversation(db, tenantId, {
+    id,
+    sessionId: uniqueId('s'),
+    model: 'acme-chat',
+    provider: null,
+    contextLength: 200_000,
+    source: 'api',
+    title: null,
+  });
+  return id;
 }
 
 export interface SeededSession {

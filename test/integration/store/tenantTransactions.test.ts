@@ -11,7 +11,7 @@ import { createDb } from '../../../infra/db/connect.js';
 import { TENANT_ROLE } from '../../../infra/db/migrations/0001_initial.js';
 import { deferredStatement } from '../../../infra/db/pipelinedTransactions.js';
 import type { Database } from '../../../infra/db/schema.js';
-import { type TenantTx, withTenant } from '../../../infra/db/tenant.js';
+import { CUSTOM_PLANS, type TenantTx, withTenant } from '../../../infra/db/tenant.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { assistant, seedSession, user } from './storeFixtures.js';
 
@@ -139,32 +139,96 @@ describe('withTenant on a reused connection', () => {
   });
 });
 
+/** Runs `fn`, counting the writes to any socket (each entry: the chunks of one write). */
+async function countingWrites<T>(fn: () => Promise<T>): Promise<{ result: T; writes: number[] }> {
+  const writes: number[] = [];
+  const proto = net.Socket.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const { _write, _writev } = proto;
+  proto._write = function (this: unknown, ...args: unknown[]) {
+    writes.push(1);
+    return _write!.apply(this, args);
+  };
+  proto._writev = function (this: unknown, ...args: unknown[]) {
+    writes.push((args[0] as unknown[]).length);
+    return _writev!.apply(this, args);
+  };
+  try {
+    return { result: await fn(), writes };
+  } finally {
+    proto._write = _write!;
+    proto._writev = _writev!;
+  }
+}
+
+const planMode = async (db: Kysely<Database> | TenantTx) =>
+  (await sql<{ mode: string }>`SELECT current_setting('plan_cache_mode') AS mode`.execute(db)).rows[0]?.mode;
+
 describe('the first flight of a transaction', () => {
   it('the prelude and the first statement leave in one write to the socket', async () => {
     // A connection already open, so every statement is written as it is submitted.
     await withTenant(single, A, context);
-    const writes: number[] = [];
-    const proto = net.Socket.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
-    const { _write, _writev } = proto;
-    proto._write = function (this: unknown, ...args: unknown[]) {
-      writes.push(1);
-      return _write!.apply(this, args);
-    };
-    proto._writev = function (this: unknown, ...args: unknown[]) {
-      writes.push((args[0] as unknown[]).length);
-      return _writev!.apply(this, args);
-    };
-    let seen: Context;
-    try {
-      seen = await withTenant(single, A, context);
-    } finally {
-      proto._write = _write!;
-      proto._writev = _writev!;
-    }
+    const { result: seen, writes } = await countingWrites(() => withTenant(single, A, context));
     expect(seen).toMatchObject({ user: TENANT_ROLE, tenant: A });
     // One write for the prelude and the statement (its chunks: the prelude's message and the statement's), one for
     // the COMMIT.
     expect(writes.length).toBe(2);
     expect(writes[0]).toBeGreaterThan(1);
+  });
+});
+
+describe('plans and statements held back later in a transaction', () => {
+  it('genericPlans: planned once per connection until CUSTOM_PLANS; the next user gets the pool default', async () => {
+    expect(await planMode(single)).toBe('force_custom_plan');
+    const { result, writes } = await countingWrites(() =>
+      withTenant(
+        single,
+        A,
+        async (tx) => {
+          const before = await planMode(tx);
+          await tx.executeQuery(CUSTOM_PLANS());
+          const after = await planMode(tx);
+          return { before, after, seen: await context(tx) };
+        },
+        { genericPlans: true },
+      ),
+    );
+    expect(result).toMatchObject({ before: 'force_generic_plan', after: 'force_custom_plan' });
+    expect(result.seen).toMatchObject({ user: TENANT_ROLE, tenant: A, visibleTenants: [A] });
+    // The prelude with the first statement; CUSTOM_PLANS with the statement after it; the third; the COMMIT.
+    expect(writes.length).toBe(4);
+    expect(writes[1]).toBeGreaterThan(1);
+    expect(await planMode(single)).toBe('force_custom_plan');
+    expect(await withTenant(single, B, planMode)).toBe('force_custom_plan');
+  });
+
+  it('a statement held back later in a transaction runs before the next statement, or not at all', async () => {
+    const key = `held-${Date.now()}`;
+    const marker = (value: string) =>
+      deferredStatement(`INSERT INTO tenant_markers (tenant_id, key, value) VALUES ('${A}', '${key}', '${value}')`);
+    await withTenant(single, A, async (tx) => {
+      await context(tx);
+      await tx.executeQuery(marker('sent'));
+      const { rows } = await sql<{ value: string }>`
+        SELECT value FROM tenant_markers WHERE key = ${key}`.execute(tx);
+      expect(rows).toEqual([{ value: 'sent' }]);
+      // Nothing follows this one: the transaction ends without it.
+      await tx.executeQuery(marker('never'));
+    });
+    const { rows } = await sql<{ value: string }>`
+      SELECT value FROM tenant_markers WHERE key = ${key} ORDER BY value`.execute(single);
+    expect(rows).toEqual([{ value: 'sent' }]);
+  });
+
+  it('a held-back statement that fails fails the statement it travels with, and the transaction', async () => {
+    const key = `held-fail-${Date.now()}`;
+    const attempt = withTenant(single, A, async (tx) => {
+      await context(tx);
+      await tx.executeQuery(deferredStatement('SELECT 1 / 0'));
+      await sql`INSERT INTO tenant_markers (tenant_id, key, value) VALUES (${A}, ${key}, 'x')`.execute(tx);
+    });
+    await expect(attempt).rejects.toThrow(/division by zero/);
+    const markers = await sql`SELECT 1 FROM tenant_markers WHERE key = ${key}`.execute(single);
+    expect(markers.rows).toEqual([]);
+    expect((await context(single)).tenant).toBeNull();
   });
 });
