@@ -66,19 +66,17 @@ export async function appendAndDecide(
       ? {
           within: async (tx) => {
             // The turn runs here: its batch is quiet, or the workflow is told of it first and cannot change what
-            // the model is sent (chatTurns.ts). Its transcript is read in the same flight as the turn as stored
-            // by an earlier attempt, and dropped if there is one.
+            // the model is sent (chatTurns.ts). Its transcript is read in the same transaction, after the turn as
+            // stored by an earlier attempt, and only if that attempt stored no reply (a transaction's statements
+            // run one at a time: reading both at once would not save the round trip).
             const verdict = decided?.decision;
             const here =
               verdict !== undefined && (!verdict.notify ? decided?.stored.seq !== null : verdict.turnUnwaited);
-            const [found, read] = await Promise.all([
-              selectTurn(tx, turnId),
-              options.direct && here && decided
-                ? (transcripts ?? new TranscriptCache()).read(tx, tenantId, decided.head)
-                : null,
-            ]);
-            turn = found;
-            reading = found?.messageId == null ? read : null;
+            turn = await selectTurn(tx, turnId);
+            reading =
+              turn?.messageId == null && options.direct && here && decided
+                ? await (transcripts ?? new TranscriptCache()).read(tx, tenantId, decided.head)
+                : null;
           },
         }
       : {}),
