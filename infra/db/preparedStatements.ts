@@ -3,8 +3,9 @@
 // gives a statement a name from its second execution on: each connection then parses it once. The pool still has
 // it planned for its values on every execution (plan_cache_mode=force_custom_plan, infra/db/connect.ts): a generic
 // plan was far worse for some reads. A transaction of probes by key opts out (`genericPlans`, infra/db/tenant.ts):
-// the append's statements are planned once per connection, and again whenever ANALYZE changes the statistics. PostgreSQL re-validates a prepared statement on its own when a table, an index
-// or the role changes (row-level security included).
+// the append's statements are planned once per connection, and again whenever ANALYZE changes the statistics.
+// PostgreSQL re-validates a prepared statement on its own when a table, an index or the role changes (row-level
+// security included).
 //
 // Bounds: only statements with parameters are named (a parameterless text carries its values as literals, e.g. the
 // tenant prelude of infra/db/tenant.ts, and may hold several statements); at most MAX_NAMED texts per process, so a
