@@ -3,8 +3,8 @@
 //   - the Temporal dev server with persistent SQLite state under .data/ and its Web UI (:8233);
 //   - the worker and the HTTP gateway (:8080, OpenAPI at /docs).
 // `npm run demo` (= `npm start -- --demo`) then imports the shipped sample conversations and prints what happened.
-// Flags: --demo, --exit (stop after the demo). Env (infra/config/env.ts, README): DATABASE_URL, TEMPORAL_PORT,
-// TEMPORAL_UI_PORT, GATEWAY_PORT, DURABLE_CONTEXT_ADMIN_KEY(_PREVIOUS), DURABLE_CONTEXT_METRICS_KEY,
+// Flags: --demo, --exit (stop after the demo). Env (infra/config/env.ts, README): DATABASE_URL, DATABASE_POOL_SIZE,
+// TEMPORAL_PORT, TEMPORAL_UI_PORT, GATEWAY_PORT, DURABLE_CONTEXT_ADMIN_KEY(_PREVIOUS), DURABLE_CONTEXT_METRICS_KEY,
 // DURABLE_CONTEXT_CONFIG, DURABLE_CONTEXT_DOCS_KEY, DURABLE_CONTEXT_CORS_ORIGINS, DURABLE_CONTEXT_LIMITS,
 // DURABLE_CONTEXT_DATA (data dir, default ./.data).
 
@@ -59,7 +59,7 @@ const stops: ShutdownStep[] = [];
 const step = (name: string, run: () => Promise<void>): ShutdownStep => ({ name, run });
 
 let databaseUrl = env.DATABASE_URL;
-let maxConnections = 10;
+let maxConnections = env.DATABASE_POOL_SIZE;
 if (!databaseUrl) {
   const embedded = await startEmbeddedPostgres({ dataDir: join(dataDir, 'pglite') });
   stops.unshift(step('embedded PostgreSQL', embedded.stop));

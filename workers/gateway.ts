@@ -27,7 +27,7 @@ const config = loadConfig();
 const temporalAt = temporalTarget(env);
 const providers = parseProvidersConfig(config.raw);
 const databaseUrl = await resolveDatabaseUrl(env.DATABASE_URL);
-const db = createDb({ connectionString: databaseUrl });
+const db = createDb({ connectionString: databaseUrl, maxConnections: env.DATABASE_POOL_SIZE });
 // Reads get their own few connections: a status read never waits in the pool behind write transactions.
 const readDb = createDb({ connectionString: databaseUrl, maxConnections: READ_CONNECTIONS });
 await migrateToLatest(db);

@@ -20,7 +20,10 @@ import { llmDepsFromConfig } from './runtime/llmDeps.js';
 
 const config = loadConfig();
 const temporal = temporalTarget(env);
-const db = createDb({ connectionString: await resolveDatabaseUrl(env.DATABASE_URL) });
+const db = createDb({
+  connectionString: await resolveDatabaseUrl(env.DATABASE_URL),
+  maxConnections: env.DATABASE_POOL_SIZE,
+});
 await migrateToLatest(db);
 const connection = await connectExplained(temporal, () => NativeConnection.connect(temporal.connection));
 try {

@@ -1,14 +1,16 @@
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ENV_NAMES, type Env, EnvError, env, parseEnv } from '../../../infra/config/env.js';
+import { DEFAULT_POOL_SIZE, ENV_NAMES, type Env, EnvError, env, parseEnv } from '../../../infra/config/env.js';
 import { NO_LIMITS } from '../../../infra/config/requestLimits.js';
 
 const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url));
 
 const DEFAULTS: Env = {
   DATABASE_URL: null,
+  DATABASE_POOL_SIZE: Math.min(10, 2 * availableParallelism() + 1),
   DURABLE_CONTEXT_CONFIG: null,
   DURABLE_CONTEXT_DATA: resolve(CHECKOUT, '.data'),
   DURABLE_CONTEXT_PLUGIN_DIR: resolve(CHECKOUT, 'plugins', 'context_engine'),
@@ -73,6 +75,7 @@ describe('parseEnv: valid values', () => {
   it('reads every variable', () => {
     const parsed = parseEnv({
       DATABASE_URL: 'postgres://durable:pw@127.0.0.1:5432/durable_context',
+      DATABASE_POOL_SIZE: '24',
       DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
       DURABLE_CONTEXT_DATA: '/var/lib/dc',
       DURABLE_CONTEXT_PLUGIN_DIR: 'my-plugins',
@@ -102,6 +105,7 @@ describe('parseEnv: valid values', () => {
     });
     expect(parsed).toEqual({
       DATABASE_URL: 'postgres://durable:pw@127.0.0.1:5432/durable_context',
+      DATABASE_POOL_SIZE: 24,
       DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
       DURABLE_CONTEXT_DATA: '/var/lib/dc',
       DURABLE_CONTEXT_PLUGIN_DIR: resolve('my-plugins'),
@@ -156,6 +160,13 @@ describe('parseEnv: valid values', () => {
     expect(webhooks.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE).toBe(flag);
   });
 
+  it('a write pool of twice the cores plus one by default, at most 10; any size from 1 to 1000 when set', () => {
+    expect(DEFAULT_POOL_SIZE).toBe(Math.min(10, 2 * availableParallelism() + 1));
+    expect(DEFAULT_POOL_SIZE).toBeGreaterThanOrEqual(3);
+    expect(parseEnv({ DATABASE_POOL_SIZE: '1' }).DATABASE_POOL_SIZE).toBe(1);
+    expect(parseEnv({ DATABASE_POOL_SIZE: '1000' }).DATABASE_POOL_SIZE).toBe(1000);
+  });
+
   it('accepts postgresql:// as well', () => {
     expect(parseEnv({ DATABASE_URL: 'postgresql://h/db' }).DATABASE_URL).toBe('postgresql://h/db');
   });
@@ -176,6 +187,10 @@ describe('parseEnv: a bad value names the variable and the expectation', () => {
     ['TEMPORAL_ADDRESS', 'localhost:0', 'host or host:port (port 1–65535)'],
     ['TEMPORAL_ADDRESS', 'http://localhost:7233', 'host or host:port (port 1–65535)'],
     ['TEMPORAL_NAMESPACE', 'my namespace', 'a namespace name without whitespace'],
+    ['DATABASE_POOL_SIZE', '0', 'an integer 1–1000 (connections)'],
+    ['DATABASE_POOL_SIZE', '1001', 'an integer 1–1000 (connections)'],
+    ['DATABASE_POOL_SIZE', '5.5', 'an integer 1–1000 (connections)'],
+    ['DATABASE_POOL_SIZE', 'ten', 'an integer 1–1000 (connections)'],
     ['DATABASE_URL', 'mysql://h/db', 'a postgres:// or postgresql:// URL'],
     ['DATABASE_URL', 'localhost', 'a postgres:// or postgresql:// URL'],
     ['DURABLE_CONTEXT_ADMIN_KEY', 'two words', 'a key without whitespace'],
