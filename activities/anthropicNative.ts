@@ -1,5 +1,5 @@
 // Anthropic compaction blocks around one turn (issue #13 §3, SPEC §19 `summary_backend: anthropic_native`), for the
-// turn runner (respond.ts) wherever it runs. A turn to an Anthropic route whose session's newest summary came from a
+// turn runner (turnRunner.ts) wherever it runs. A turn to an Anthropic route whose session's newest summary came from a
 // block this route issued (provider, base URL, account) starts from that block: the system prompt, the block (and
 // what the host added to its summary), then the summary row's own content and every row after it; the rows before
 // it are the ones the block's request summarised. Any other turn sends the transcript as stored, summary text included.

@@ -1,4 +1,4 @@
-// OpenAI Responses native compaction around one turn (issue #13 §1, SPEC §15.1), for the turn runner (respond.ts)
+// OpenAI Responses native compaction around one turn (issue #13 §1, SPEC §15.1), for the turn runner (turnRunner.ts)
 // wherever it runs: the worker's respond activity or the gateway's own turn.
 //
 // Before the call: the transcript's replay data and the session's flag are read (one read-only transaction, only for

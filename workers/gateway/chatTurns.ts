@@ -10,7 +10,7 @@
 // workflow's (the chat-turn update), and so is one whose model call failed transiently here (its durable retries);
 // a permanent failure answers at once, as it would there.
 import type { Kysely } from 'kysely';
-import type { TurnRunner } from '../../activities/respond.js';
+import type { TurnRunner } from '../../activities/turnRunner.js';
 import type { ConversationClient } from '../../clients/conversationClient.js';
 import type {
   ChatTurnRequest,

@@ -5,7 +5,8 @@
 // unavailable.
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { createTurnRunner, type RespondDeps } from '../../activities/respond.js';
+import type { RespondDeps } from '../../activities/respond.js';
+import { createTurnRunner } from '../../activities/turnRunner.js';
 import { type ConversationClient, TemporalUnavailableError } from '../../clients/conversationClient.js';
 import type { ReplayResult } from '../../contracts/compactionActivities.js';
 import type {

@@ -3,7 +3,7 @@
 // published rules — quiet (folded, a cache recovery it completes recorded at once) or notified. A transient model
 // failure hands the turn back to the caller (the workflow runs it with its durable retries); a permanent one
 // answers at once, as it would there.
-import type { TurnCall, TurnRunner } from '../../activities/respond.js';
+import type { TurnCall, TurnRunner } from '../../activities/turnRunner.js';
 import type { CacheRecovery, TurnOutcome } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import type { ChatMessage } from '../../engine/index.js';
