@@ -12,6 +12,7 @@ import { type IngestResult, runIngest, type StatusReads, statusBurst, statusRead
 import { countInPostgres, countOverHttp, type IntegrityReport } from './integrity.js';
 import { type LimitResult, measureLimit } from './limit.js';
 import { ConversationScript, type ScriptOptions } from './messages.js';
+import { type PostgresWaits, postgresWaitRows, samplePostgresWaits } from './pgWaits.js';
 import { cpuRows, int, latencies, loadAverage, ms, perSecond, printTable, type Row } from './report.js';
 import { type Creation, createConversations, createTenants } from './setup.js';
 import type { Stack } from './stack.js';
@@ -37,6 +38,8 @@ interface Figures {
   poller: { method: string; count: number; meanMs: number };
   integrity: IntegrityReport;
   cpu: CpuReport;
+  /** What the product's backends waited for, and the WAL per batch (null: no SQL access to the stack's database). */
+  waits: PostgresWaits | null;
   limit: LimitResult | null;
   loadStart: string;
 }
@@ -81,6 +84,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       )
     : pollAppliedOverHttp(readsHttp, tracker, 4, options.pollMs);
   const cpu = sampleCpu({ rootPid: stack.rootPid, db: stack.db, database: stack.databaseName });
+  const waits = stack.db && stack.databaseName ? samplePostgresWaits(stack.db, stack.databaseName) : null;
   const reads = statusReads(readsHttp, conversations, options.statusRate, options.statusTimeoutMs);
   logs.progress(`ingest: ${options.seconds} s, ${clients} clients, ${conversationsCount} conversations…`);
   let lastReported = 0;
@@ -112,6 +116,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
   });
   await reads.stop();
   const cpuReport = await cpu.stop();
+  const waitsReport = await waits?.stop();
 
   logs.progress(
     `waiting until every conversation has applied everything (${tracker.unappliedBatches()} batches behind)…`,
@@ -170,6 +175,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       },
       integrity,
       cpu: cpuReport,
+      waits: waitsReport ?? null,
       limit,
       loadStart,
     },
@@ -276,6 +282,7 @@ function report(options: LoadOptions, f: Figures, log: (line: string) => void): 
     ...cpuRows(f.cpu).map((row) =>
       row.measure === '  CPU Temporal dev server' ? { ...row, before: before.temporalCpu } : row,
     ),
+    ...(f.waits ? postgresWaitRows(f.waits, f.ingest.acceptedBatches) : []),
   ];
   const mode = options.compact ? ', --compact' : '';
   printTable(
