@@ -120,14 +120,16 @@ function threadsOf(pid: number): Map<string, { group: CpuGroup; stat: ProcStat |
   return threads;
 }
 
-interface ActivityRow {
+/** A row of pg_stat_activity, as far as telling its process's group needs. */
+export interface ActivityRow {
   pid: number;
   datname: string | null;
   application_name: string | null;
   backend_type: string | null;
 }
 
-function postgresGroup(row: ActivityRow, database: string | null): CpuGroup {
+/** The group of a PostgreSQL process (pgWaits.ts samples the `PostgreSQL: product backends` alone). */
+export function postgresGroup(row: ActivityRow, database: string | null): CpuGroup {
   if (row.backend_type === 'autovacuum worker' && row.datname === database) return 'PostgreSQL: autovacuum (this db)';
   if (row.datname === null || row.backend_type !== 'client backend') {
     return row.datname === database || row.datname === null

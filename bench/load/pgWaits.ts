@@ -4,9 +4,8 @@
 // flush: IO:WALSync, IO:WALWrite, LWLock:WALWrite), for a lock (Lock:*, other LWLocks), or other; and the WAL the
 // cluster wrote meanwhile (pg_stat_wal, readable by any role), per accepted batch.
 import type pg from 'pg';
-import { LIMIT_APPLICATION_NAME } from './limit.js';
+import { type ActivityRow, postgresGroup } from './cpu.js';
 import type { Row } from './report.js';
-import { BENCH_APPLICATION_NAME } from './stack.js';
 import { int } from './stats.js';
 
 const SAMPLE_MS = 50;
@@ -65,15 +64,17 @@ export function samplePostgresWaits(db: pg.Pool, database: string) {
   const loop = (async () => {
     while (running) {
       try {
-        const { rows } = await db.query<{ event: string | null }>(
-          `SELECT CASE WHEN wait_event IS NULL THEN NULL ELSE wait_event_type || ':' || wait_event END AS event
+        const { rows } = await db.query<ActivityRow & { event: string | null }>(
+          `SELECT pid, datname, application_name, backend_type,
+                  CASE WHEN wait_event IS NULL THEN NULL ELSE wait_event_type || ':' || wait_event END AS event
              FROM pg_stat_activity
-            WHERE datname = $1 AND state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()
-              AND application_name NOT IN ($2, $3)`,
-          [database, BENCH_APPLICATION_NAME, LIMIT_APPLICATION_NAME],
+            WHERE state = 'active' AND pid <> pg_backend_pid()`,
         );
         polls += 1;
-        for (const { event } of rows) {
+        for (const row of rows) {
+          // The product's backends as cpu.ts counts them (the bench's and the limit's connections left out).
+          if (postgresGroup(row, database) !== 'PostgreSQL: product backends') continue;
+          const { event } = row;
           const group = waitGroup(event);
           samples.set(group, (samples.get(group) ?? 0) + 1);
           if (event !== null) events.set(event, (events.get(event) ?? 0) + 1);
