@@ -13,7 +13,17 @@ import { countInPostgres, countOverHttp, type IntegrityReport } from './integrit
 import { type LimitResult, measureLimit } from './limit.js';
 import { ConversationScript, type ScriptOptions } from './messages.js';
 import { type PostgresWaits, postgresWaitRows, samplePostgresWaits } from './pgWaits.js';
-import { cpuRows, int, latencies, loadAverage, ms, perSecond, printTable, type Row } from './report.js';
+import {
+  cpuPerBatchRows,
+  cpuRows,
+  int,
+  latencies,
+  loadAverage,
+  ms,
+  perSecond,
+  printTable,
+  type Row,
+} from './report.js';
 import { type Creation, createConversations, createTenants } from './setup.js';
 import type { Stack } from './stack.js';
 import { summarize } from './stats.js';
@@ -41,6 +51,8 @@ interface Figures {
   /** What the product's backends waited for, and the WAL per batch (null: no SQL access to the stack's database). */
   waits: PostgresWaits | null;
   limit: LimitResult | null;
+  /** CPU over the physical limit's run (null: not measured). */
+  limitCpu: CpuReport | null;
   loadStart: string;
 }
 
@@ -137,11 +149,13 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       : await countOverHttp(readsHttp, conversations, acceptedKeys, options.compact === true);
 
   let limit: LimitResult | null = null;
+  let limitCpu: CpuReport | null = null;
   if (options.limit && stack.db && stack.databaseUrl) {
     const seconds = options.limitSeconds ?? options.seconds;
     logs.progress(
       `physical limit: the same rows straight into PostgreSQL from ${clients} connections for ${seconds} s…`,
     );
+    const sampler = sampleCpu({ rootPid: null, db: stack.db, database: stack.databaseName });
     limit = await measureLimit({
       databaseUrl: stack.databaseUrl,
       prefix: runId,
@@ -151,6 +165,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       seconds,
       script: scriptOptions(conversations[0]?.thresholdTokens ?? 0),
     });
+    limitCpu = await sampler.stop();
   }
   http.close();
   readsHttp.close();
@@ -177,6 +192,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       cpu: cpuReport,
       waits: waitsReport ?? null,
       limit,
+      limitCpu,
       loadStart,
     },
     logs.log,
@@ -281,6 +297,10 @@ function report(options: LoadOptions, f: Figures, log: (line: string) => void): 
     },
     ...cpuRows(f.cpu).map((row) =>
       row.measure === '  CPU Temporal dev server' ? { ...row, before: before.temporalCpu } : row,
+    ),
+    ...cpuPerBatchRows(
+      { cpu: f.cpu, batches: f.ingest.acceptedBatches },
+      f.limit && f.limitCpu ? { cpu: f.limitCpu, batches: f.limit.latencies.length } : null,
     ),
     ...(f.waits ? postgresWaitRows(f.waits, f.ingest.acceptedBatches) : []),
   ];

@@ -71,6 +71,47 @@ export function cpuRows(report: CpuReport): Row[] {
   return rows;
 }
 
+/** CPU seconds of the PostgreSQL groups in a report (backends, background processes, autovacuum of this db). */
+function postgresSeconds(report: CpuReport): number {
+  let sum = 0;
+  for (const [group, seconds] of report.groups) {
+    if (group.startsWith('PostgreSQL:') && group !== 'PostgreSQL: other databases') sum += seconds;
+  }
+  return sum;
+}
+
+/**
+ * CPU per committed batch, the product's run beside the physical limit's (same rows, straight SQL): how much of the
+ * machine and of PostgreSQL one batch costs each way, so the gap between them is a figure, not a guess.
+ */
+export function cpuPerBatchRows(
+  product: { cpu: CpuReport; batches: number },
+  limit: { cpu: CpuReport; batches: number } | null,
+): Row[] {
+  const per = (seconds: number, batches: number) => (batches > 0 ? ms((1000 * seconds) / batches) : '—');
+  const machine = (r: CpuReport) => (r.machineBusyPercent / 100) * r.cores * r.seconds;
+  const gateway = [...product.cpu.groups]
+    .filter(([group]) => group.startsWith('gateway + worker'))
+    .reduce((sum, [, seconds]) => sum + seconds, 0);
+  const rows: Row[] = [
+    {
+      measure: '  CPU per accepted batch (product)',
+      figure:
+        `PostgreSQL ${per(postgresSeconds(product.cpu), product.batches)}, gateway + worker ` +
+        `${per(gateway, product.batches)}, machine ${per(machine(product.cpu), product.batches)}`,
+    },
+  ];
+  if (limit) {
+    rows.push({
+      measure: '  CPU per batch (physical limit)',
+      figure:
+        `PostgreSQL ${per(postgresSeconds(limit.cpu), limit.batches)}, ` +
+        `machine ${per(machine(limit.cpu), limit.batches)}`,
+    });
+  }
+  return rows;
+}
+
 export const loadAverage = () =>
   loadavg()
     .map((v) => v.toFixed(2))
