@@ -67,6 +67,7 @@ describe('migrations', () => {
       '0021_event_feed',
       '0022_context_engine',
       '0023_search_cheap_plans',
+      '0024_generated_plpgsql',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -107,6 +108,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0024_generated_plpgsql', 'Success'],
       ['0023_search_cheap_plans', 'Success'],
       ['0022_context_engine', 'Success'],
       ['0021_event_feed', 'Success'],
@@ -141,6 +143,7 @@ describe('0010 down and up again', () => {
       '0021_event_feed',
       '0022_context_engine',
       '0023_search_cheap_plans',
+      '0024_generated_plpgsql',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -178,6 +181,7 @@ describe('0014 on conversations stored before it', () => {
       '0021_event_feed',
       '0022_context_engine',
       '0023_search_cheap_plans',
+      '0024_generated_plpgsql',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

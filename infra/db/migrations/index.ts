@@ -23,6 +23,7 @@ import * as m0020 from './0020_erasure.js';
 import * as m0021 from './0021_event_feed.js';
 import * as m0022 from './0022_context_engine.js';
 import * as m0023 from './0023_search_cheap_plans.js';
+import * as m0024 from './0024_generated_plpgsql.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -48,6 +49,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0021_event_feed': m0021,
   '0022_context_engine': m0022,
   '0023_search_cheap_plans': m0023,
+  '0024_generated_plpgsql': m0024,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,14 +1,17 @@
-// Migration 0012 (issue #11: CPU per message): dc_indexed_text, which the generated search columns call for every
-// inserted row, is redefined so that PostgreSQL inlines it. The stored columns were computed by the 0001 definition
-// and are not rewritten, so both must give the same text for every input: compared here over random messages
-// (content, text and image parts, tool names, tool calls as arrays, objects, strings or absent), with the 0001 body
-// recreated under another name. Then: the new definition is inlined (no function call left in the plan).
+// Migrations 0012 and 0024 (issue #11: CPU per message): the functions the generated search columns call for every
+// inserted row are redefined — 0012 made dc_indexed_text inlinable, 0024 made it and its helpers and dc_search_tsv
+// PL/pgSQL, so that an insert statement parses no function body. The stored columns were computed by the first
+// definitions and are not rewritten, so every definition must give the same text and tsvector for every input:
+// compared here over random messages (content, text and image parts, tool names, tool calls as arrays, objects,
+// strings or absent), with the 0001 and 0002 bodies recreated under other names.
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { INDEXED_TEXT_0001_BODY } from '../../../infra/db/migrations/0012_inline_indexed_text.js';
+import { SEARCH_TSV_0002_BODY } from '../../../infra/db/migrations/0024_generated_plpgsql.js';
 import { migrationProvider } from '../../../infra/db/migrations/index.js';
+import { withTenant } from '../../../infra/db/tenant.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 
 let testDb: TestDatabase;
@@ -19,6 +22,10 @@ beforeAll(async () => {
   await sql`
     CREATE FUNCTION dc_indexed_text_0001(content text, content_parts jsonb, tool_name text, tool_calls jsonb)
     RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$${sql.raw(INDEXED_TEXT_0001_BODY)}
+    $$`.execute(testDb.db);
+  await sql`
+    CREATE FUNCTION dc_search_tsv_0002(indexed_text text) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$${sql.raw(SEARCH_TSV_0002_BODY)}
     $$`.execute(testDb.db);
 });
 afterAll(async () => {
@@ -44,16 +51,21 @@ const message = fc.record({
   tool_calls: fc.option(fc.oneof(fc.array(call, { maxLength: 3 }), fc.record({ name: text }), text), { nil: null }),
 });
 
-describe('dc_indexed_text (migration 0012)', () => {
-  it('gives the text the 0001 definition gave, for every message', async () => {
+describe('dc_indexed_text and dc_search_tsv (migrations 0012, 0024)', () => {
+  it('give the text and the tsvector the 0001 and 0002 definitions gave, for every message', async () => {
     const messages = fc.sample(message, { numRuns: 2_000, seed: 12 });
-    const { rows } = await sql<{ i: number; now: string; before: string }>`
+    const { rows } = await sql<{ i: number; now: string; before: string; tsv: string; tsv_before: string }>`
       SELECT r.i, dc_indexed_text(r.content, r.content_parts, r.tool_name, r.tool_calls) AS now,
-             dc_indexed_text_0001(r.content, r.content_parts, r.tool_name, r.tool_calls) AS before
+             dc_indexed_text_0001(r.content, r.content_parts, r.tool_name, r.tool_calls) AS before,
+             dc_search_tsv(dc_indexed_text(r.content, r.content_parts, r.tool_name, r.tool_calls))::text AS tsv,
+             dc_search_tsv_0002(dc_indexed_text_0001(r.content, r.content_parts, r.tool_name, r.tool_calls))::text
+               AS tsv_before
         FROM jsonb_to_recordset(${JSON.stringify(messages.map((m, i) => ({ ...m, i })))}::jsonb)
              AS r(i integer, content text, content_parts jsonb, tool_name text, tool_calls jsonb)`.execute(testDb.db);
     expect(rows).toHaveLength(2_000);
     expect(rows.filter((r) => r.now !== r.before)).toEqual([]);
+    expect(rows.filter((r) => r.tsv !== r.tsv_before)).toEqual([]);
+    expect(rows.filter((r) => r.tsv !== '').length).toBeGreaterThan(1_000);
     // The sample reaches every branch: parts with text, tool calls as arrays with names, and neither.
     expect(rows.filter((r) => messages[r.i]?.content_parts?.some((p) => 'text' in p && p.text)).length).toBeGreaterThan(
       100,
@@ -79,13 +91,44 @@ describe('dc_indexed_text (migration 0012)', () => {
     }
   });
 
-  it('is inlined into the statements that call it: only its helpers remain as calls, for parts and tool calls', async () => {
-    const { rows } = await sql<{ 'QUERY PLAN': string }>`
-      EXPLAIN (VERBOSE, COSTS OFF)
-      SELECT dc_indexed_text(content, content_parts, tool_name, tool_calls) FROM messages`.execute(testDb.db);
-    const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-    expect(plan).not.toContain('dc_indexed_text(');
-    expect(plan).toContain('dc_parts_joined(');
-    expect(plan).toContain('dc_calls_joined(');
+  it('are PL/pgSQL, as are the other functions the generated columns call: an insert parses no SQL function body', async () => {
+    const { rows } = await sql<{ name: string; language: string }>`
+      SELECT p.proname AS name, l.lanname AS language FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+       WHERE p.proname IN ('dc_indexed_text', 'dc_parts_joined', 'dc_calls_joined', 'dc_search_tsv', 'dc_cjk_grams')
+       ORDER BY p.proname`.execute(testDb.db);
+    expect(rows).toEqual(
+      ['dc_calls_joined', 'dc_cjk_grams', 'dc_indexed_text', 'dc_parts_joined', 'dc_search_tsv'].map((name) => ({
+        name,
+        language: 'plpgsql',
+      })),
+    );
+  });
+
+  it('fill the generated columns of a row the tenant role inserts, through row-level security', async () => {
+    const tenant = 'tenant-generated';
+    await sql`INSERT INTO tenants (id, name) VALUES (${tenant}, ${tenant})`.execute(testDb.db);
+    await sql`INSERT INTO sessions (tenant_id, id, conversation_id) VALUES (${tenant}, 's-gen', 'c-gen')`.execute(
+      testDb.db,
+    );
+    const calls = [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"src/a.ts"}' } }];
+    const parts = [
+      { type: 'text', text: '部署 failed' },
+      { type: 'image_url', image_url: { url: 'https://x/y.png' } },
+    ];
+    const stored = await withTenant(testDb.db, tenant, async (tx) => {
+      await sql`
+        INSERT INTO messages (tenant_id, session_id, conversation_id, role, content, tool_calls, content_parts)
+        VALUES (${tenant}, 's-gen', 'c-gen', 'assistant', 'on it', ${JSON.stringify(calls)}::jsonb, NULL),
+               (${tenant}, 's-gen', 'c-gen', 'user', NULL, NULL, ${JSON.stringify(parts)}::jsonb)`.execute(tx);
+      return (
+        await sql<{ indexed_text: string; tsv: string; grams: string[] }>`
+          SELECT indexed_text, search_tsv::text AS tsv, cjk_grams AS grams FROM messages ORDER BY id`.execute(tx)
+      ).rows;
+    });
+    expect(stored.map((r) => r.indexed_text)).toEqual(['on it  read_file {"path":"src/a.ts"}', '部署 failed  ']);
+    // Both halves of the document: the parser's own tokens ('src/a.ts') and the words split at punctuation.
+    expect(stored[0]?.tsv).toContain("'src/a.ts':6");
+    expect(stored[0]?.tsv).toContain("'read':3,9");
+    expect(stored[1]?.grams).toEqual(expect.arrayContaining(['部', '署', '部署']));
   });
 });
