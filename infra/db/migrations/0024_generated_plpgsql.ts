@@ -9,7 +9,8 @@
 // compiled and planned once per connection, so an insert statement starts without parsing anything. Measured with
 // pgbench (one connection, prepared, the same 2-row insert, asynchronous commit to leave the CPU alone): 1.47 →
 // 1.23 ms per batch for plain text, 1.38 → 0.90 ms for an assistant message with tool calls and a message with parts;
-// in bench:load, PostgreSQL's CPU per accepted batch went from 2.8 to 2.4 ms (722 → 837 messages/s, same machine).
+// in bench:load, PostgreSQL's CPU per accepted batch went from 2.7–2.8 to 2.4 ms (+8 to +16 % messages/s in three
+// back-to-back pairs of runs on this machine).
 // (SQL-standard bodies, stored pre-parsed, were tried: reading the stored node trees cost more than the parse.)
 // The bodies are the same expressions, so every stored column and its index stays valid and nothing is rewritten
 // (test/integration/store/indexedText.test.ts compares them with the earlier definitions).
