@@ -267,8 +267,10 @@ function connectOutcome(url: URL): Promise<'refused' | 'accepted'> {
       socket.destroy();
       resolve('accepted');
     });
+    // ECONNRESET before 'connect': the listener closed with this connection still in its accept queue, so the
+    // kernel reset it; the server never took it, as with a refusal (seen under load, when the probe races the close).
     socket.once('error', (err: NodeJS.ErrnoException) =>
-      err.code === 'ECONNREFUSED' ? resolve('refused') : reject(err),
+      err.code === 'ECONNREFUSED' || err.code === 'ECONNRESET' ? resolve('refused') : reject(err),
     );
   });
 }
