@@ -29,6 +29,8 @@ export interface SummaryRequest {
   previousSummary: string | null;
   focusTopic?: string;
   turnCount: number;
+  /** Aborts when the caller gives up on the summary (its activity was cancelled, e.g. its worker is stopping). */
+  signal?: AbortSignal;
 }
 /** Sends the summary prompt to an LLM; rejects on failure (SPEC §8.5.6, §9.2). */
 export type Summarizer = (request: SummaryRequest) => Promise<string>;

@@ -47,10 +47,13 @@ export function createSummarizeActivities(deps: CompactionActivityDeps) {
         return { ok: true, summarizerCalled: false };
       }
       const snapshot = await prunedSnapshot(deps, ref.tenantId, record);
-      await updateCompaction(db, ref.tenantId, ref.compactionId, { attempts: Context.current().info.attempt });
+      const { info, cancellationSignal } = Context.current();
+      await updateCompaction(db, ref.tenantId, ref.compactionId, { attempts: info.attempt });
       let gated: GatedSummary;
       try {
-        gated = await summarizeWindow(summarizer, record, snapshot);
+        // Cancelled (its worker stopping past WORKER_SHUTDOWN_GRACE_SECONDS, the compaction cancelled): the model call
+        // stops at once, and the attempt fails to be retried, instead of holding the worker until the call ends.
+        gated = await summarizeWindow(summarizer, record, snapshot, cancellationSignal);
       } catch (err) {
         // Why this attempt failed, for the operator (a provider's message names provider, model and status only).
         const message = err instanceof Error ? err.message : String(err);

@@ -74,8 +74,10 @@ export async function summarizeWindow(
   summarizer: Summarizer,
   record: CompactionRow,
   snapshot: CompactionSnapshot & { pruned: ChatMessage[] },
+  /** The activity's cancellation: the summarizer's calls stop with it. */
+  signal?: AbortSignal,
 ): Promise<GatedSummary> {
-  const request = summaryRequestOf(record, snapshot);
+  const request = { ...summaryRequestOf(record, snapshot), ...(signal ? { signal } : {}) };
   const draft = await callOnce(summarizer, request);
   if (draft === null) throw ApplicationFailure.nonRetryable('summary reply was empty', FailureType.EmptySummary);
   const window = snapshot.input.slice(snapshot.plan.headEnd, snapshot.plan.cut);

@@ -183,6 +183,7 @@ async function summarizeOnce(target: SummaryTarget, clientFor: ClientFor, reques
     model: target.model,
     messages: [{ role: 'user', content: request.prompt }],
     ...(client.kind === 'anthropic' ? { maxTokens: anthropicSummaryMaxTokens(request.budgetTokens) } : {}),
+    ...(request.signal ? { signal: request.signal } : {}),
     cache: null,
   });
   return checkedSummary(result, site);
@@ -215,7 +216,7 @@ export function summarizerForPlan(
       return await summarizeOnce(plan.primary, clientFor, request);
     } catch (err) {
       const fallback = plan.fallback;
-      if (!fallback || isTransientFailure(err)) throw err;
+      if (!fallback || isTransientFailure(err) || request.signal?.aborted) throw err;
       log(
         `Summary model '${plan.primary.model}' on provider '${plan.primary.provider.id}' failed (${failureType(err)}); ` +
           `falling back to the main model '${fallback.model}' on provider '${fallback.provider.id}' for this summary.`,

@@ -1,6 +1,6 @@
 // The host summarizer (SPEC §2.3, §9.2): resolution of model / provider / endpoint / timeout, and end-to-end calls
 // through the real SDKs against both fakes, including the one-time fallback to the main model.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../../engine/config.js';
 import type { SummaryRequest } from '../../../engine/types.js';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
@@ -302,6 +302,20 @@ describe('summarizer end to end', () => {
     expect(failure.type).toBe(LlmFailureType.Timeout);
     expect(failure.nonRetryable).toBe(false);
     expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it("stops a call when the request's signal aborts (a cancelled activity), and then tries no fallback", async () => {
+    anthropic.enqueue(hang());
+    openai.enqueue(reply(SUMMARY));
+    const s = summarizer('auxiliary:\n  compression:\n    model: claude-haiku-5');
+    const controller = new AbortController();
+    const pending = failureOf(s({ ...request, signal: controller.signal }));
+    await vi.waitFor(() => expect(anthropic.messageRequests()).toHaveLength(1));
+    controller.abort();
+    const failure = await pending;
+    expect(failure.type).toBe(LlmFailureType.Aborted);
+    expect(failure.nonRetryable).toBe(false);
+    expect(openai.chatRequests()).toHaveLength(0);
   });
 
   it('base_url: the summary goes to the custom endpoint without a key', async () => {
