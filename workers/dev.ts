@@ -6,7 +6,7 @@
 // Flags: --demo, --exit (stop after the demo). Env (infra/config/env.ts, README): DATABASE_URL, DATABASE_POOL_SIZE,
 // TEMPORAL_PORT, TEMPORAL_UI_PORT, GATEWAY_PORT, DURABLE_CONTEXT_ADMIN_KEY(_PREVIOUS), DURABLE_CONTEXT_METRICS_KEY,
 // DURABLE_CONTEXT_CONFIG, DURABLE_CONTEXT_DOCS_KEY, DURABLE_CONTEXT_CORS_ORIGINS, DURABLE_CONTEXT_LIMITS,
-// DURABLE_CONTEXT_DATA (data dir, default ./.data).
+// DURABLE_CONTEXT_DATA (data dir, default ./.data), WORKER_SHUTDOWN_GRACE_SECONDS.
 
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -101,6 +101,7 @@ const worker = await createWorker({
   summarizer: null,
   metrics,
   webhooksAllowPrivate: env.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE,
+  shutdownGraceTime: `${env.WORKER_SHUTDOWN_GRACE_SECONDS} seconds`,
   ...llm,
 });
 const workerRun = worker.run();

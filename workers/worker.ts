@@ -3,8 +3,8 @@
 // variables (infra/temporal/connectionOptions.ts), DATABASE_URL (else the local cluster of infra/postgres/ensure.sh),
 // DURABLE_CONTEXT_CONFIG (config.yaml path; ./config.yaml if present). Refuses to start when the namespace lacks the
 // search attributes (`dctx temporal setup` registers them): its workflows would fail every task.
-// SIGTERM/SIGINT: the Temporal runtime stops polling and lets running activities finish (shutdownGraceTime), then
-// run() resolves; the connection and the pool are closed and the process exits 0.
+// SIGTERM/SIGINT: the Temporal runtime stops polling and lets running activities finish (up to
+// WORKER_SHUTDOWN_GRACE_SECONDS), then run() resolves; the connection and the pool are closed and the process exits 0.
 import { NativeConnection } from '@temporalio/worker';
 import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
@@ -44,9 +44,14 @@ const worker = await createWorker({
   pluginDir: env.DURABLE_CONTEXT_PLUGIN_DIR,
   summarizer: null,
   webhooksAllowPrivate: env.DURABLE_CONTEXT_WEBHOOKS_ALLOW_PRIVATE,
+  shutdownGraceTime: `${env.WORKER_SHUTDOWN_GRACE_SECONDS} seconds`,
   ...llm,
 });
 console.log(`Worker polling task queue 'conversations' on ${temporal.description}`);
+console.log(
+  `On SIGTERM/SIGINT the worker polls no more and gives running activities ${env.WORKER_SHUTDOWN_GRACE_SECONDS} s ` +
+    'to finish (WORKER_SHUTDOWN_GRACE_SECONDS); it cancels those still running, for another worker to retry.',
+);
 console.log(await describeContextEngine(config.context.engine, env.DURABLE_CONTEXT_PLUGIN_DIR));
 console.log(
   llm.configured

@@ -117,6 +117,20 @@ const VARIABLES = {
     schema: z.string().transform((path) => resolve(path)),
     fallback: DEFAULT_PLUGIN_DIR,
   } satisfies Variable<string>,
+  // The worker
+  /**
+   * How long a stopping worker (SIGTERM/SIGINT) lets its running activities finish before it cancels them; a
+   * cancelled activity is retried by another worker (a summary: its model call again).
+   */
+  WORKER_SHUTDOWN_GRACE_SECONDS: {
+    expected: 'an integer 1–3600 (seconds)',
+    schema: z
+      .string()
+      .regex(/^\d{1,4}$/)
+      .transform(Number)
+      .refine((value) => value >= 1 && value <= 3600),
+    fallback: 5,
+  } satisfies Variable<number>,
   // The gateway
   DURABLE_CONTEXT_ADMIN_KEY: token('a key without whitespace', null),
   DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: token('a key without whitespace', null),

@@ -8,6 +8,8 @@
 //     one that outlasts the 10 s grace period (`wait: true` with no worker) is answered 503 + Retry-After, not reset;
 //   - worker: SIGTERM during the summarize activity lets that activity finish and report (drain), the process
 //     exits 0, and a worker started afterwards completes the compaction: committed once, the transcript intact.
+//   - worker: an activity still running when WORKER_SHUTDOWN_GRACE_SECONDS ends is cancelled, the process exits 0,
+//     and the next worker runs the activity again: committed once.
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -136,8 +138,12 @@ async function startGatedLlm(): Promise<GatedLlm> {
 // ---------------------------------------------------------------------------------------------------------------
 // The entry points as child processes
 
-function startEntryPoint(script: 'workers/gateway.ts' | 'workers/worker.ts'): EntryPoint {
+function startEntryPoint(
+  script: 'workers/gateway.ts' | 'workers/worker.ts',
+  extraEnv: Record<string, string> = {},
+): EntryPoint {
   const entry = startProcess(script, {
+    ...extraEnv,
     DATABASE_URL: testDb.url,
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     TEMPORAL_NAMESPACE: NAMESPACE,
@@ -160,8 +166,12 @@ async function startGateway(): Promise<{ process: EntryPoint; url: URL }> {
   return { process: gateway, url: new URL(address!) };
 }
 
-async function startWorker(): Promise<EntryPoint> {
-  const worker = startEntryPoint('workers/worker.ts');
+/**
+ * A worker as `npm run worker` starts it. Its grace for running activities at SIGTERM is 60 s unless `graceSeconds`
+ * says otherwise, so that a drain this file waits for never runs out under a loaded CI machine (the default, 5 s, did).
+ */
+async function startWorker(graceSeconds = 60): Promise<EntryPoint> {
+  const worker = startEntryPoint('workers/worker.ts', { WORKER_SHUTDOWN_GRACE_SECONDS: String(graceSeconds) });
   await worker.expectOutput(/Worker polling task queue 'conversations'/);
   return worker;
 }
@@ -512,6 +522,49 @@ describe('SIGTERM to the standalone entry points', () => {
       const after = await conversations.sync(tenant, conv);
       expect(after).toMatchObject({ compressionCount: 1, appliedSeq: 2 });
       await expectCompactedOnce(tenant, after.sessionId, [...sent, ...later]);
+
+      second.child.kill('SIGTERM');
+      expect(await second.exit).toBe(0);
+    } finally {
+      await ensureEnded(first);
+      await ensureEnded(second);
+    }
+  });
+
+  it('worker: an activity still running when WORKER_SHUTDOWN_GRACE_SECONDS ends is cancelled, and the next worker runs it again', async () => {
+    llm.hold();
+    const tenant = `t-${randomUUID().slice(0, 8)}`;
+    await ensureTenant(testDb.db, { id: tenant, name: tenant });
+    const conv = `shutdown-${randomUUID()}`;
+    const sent = keyed(agentTranscript(7, { tag: 'grace' }), 'x1');
+    let first: EntryPoint | undefined;
+    let second: EntryPoint | undefined;
+    try {
+      first = await startWorker(1);
+      await first.expectOutput(/gives running activities 1 s to finish \(WORKER_SHUTDOWN_GRACE_SECONDS\)/);
+      await conversations.submit(tenant, conv, { messages: sent }, MODEL);
+      const before = await conversations.sync(tenant, conv);
+      const requestsBefore = llm.received();
+      const compaction = conversations.compact(tenant, conv);
+      compaction.catch(() => undefined);
+      await llm.arrived(requestsBefore + 1);
+      // The summary stays held: after its second of grace the activity is cancelled and the worker exits all the same.
+      first.child.kill('SIGTERM');
+      expect(await first.exit).toBe(0);
+      await first.expectOutput(/Worker stopped\./);
+      expect(llm.received()).toBe(requestsBefore + 1);
+
+      llm.release();
+      second = await startWorker();
+      const result = await compaction;
+      expect(result).toMatchObject({ status: 'committed', trigger: 'manual', error: null });
+      // The cancelled attempt's request, then the second attempt's summary and its quality re-prompt.
+      expect(llm.received()).toBe(requestsBefore + 3);
+      const workers = await activityWorkers(compactionWorkflowId(tenant, before.sessionId, 1));
+      const secondIdentity = `${second.child.pid}@${hostname()}`;
+      expect(workers.completed.summarize).toEqual([secondIdentity]);
+      expect(workers.started.summarize).toEqual([`${secondIdentity}#2`]);
+      await expectCompactedOnce(tenant, result.sessionId, sent);
 
       second.child.kill('SIGTERM');
       expect(await second.exit).toBe(0);

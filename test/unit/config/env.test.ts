@@ -14,6 +14,7 @@ const DEFAULTS: Env = {
   DURABLE_CONTEXT_CONFIG: null,
   DURABLE_CONTEXT_DATA: resolve(CHECKOUT, '.data'),
   DURABLE_CONTEXT_PLUGIN_DIR: resolve(CHECKOUT, 'plugins', 'context_engine'),
+  WORKER_SHUTDOWN_GRACE_SECONDS: 5,
   DURABLE_CONTEXT_ADMIN_KEY: null,
   DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: null,
   DURABLE_CONTEXT_METRICS_KEY: null,
@@ -79,6 +80,7 @@ describe('parseEnv: valid values', () => {
       DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
       DURABLE_CONTEXT_DATA: '/var/lib/dc',
       DURABLE_CONTEXT_PLUGIN_DIR: 'my-plugins',
+      WORKER_SHUTDOWN_GRACE_SECONDS: '25',
       DURABLE_CONTEXT_ADMIN_KEY: 'admin_abc',
       DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_old',
       DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
@@ -109,6 +111,7 @@ describe('parseEnv: valid values', () => {
       DURABLE_CONTEXT_CONFIG: 'conf/config.yaml',
       DURABLE_CONTEXT_DATA: '/var/lib/dc',
       DURABLE_CONTEXT_PLUGIN_DIR: resolve('my-plugins'),
+      WORKER_SHUTDOWN_GRACE_SECONDS: 25,
       DURABLE_CONTEXT_ADMIN_KEY: 'admin_abc',
       DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: 'admin_old',
       DURABLE_CONTEXT_METRICS_KEY: 'metrics_abc',
@@ -167,6 +170,11 @@ describe('parseEnv: valid values', () => {
     expect(parseEnv({ DATABASE_POOL_SIZE: '1000' }).DATABASE_POOL_SIZE).toBe(1000);
   });
 
+  it("a stopping worker's grace for running activities: any whole number of seconds from 1 to 3600", () => {
+    expect(parseEnv({ WORKER_SHUTDOWN_GRACE_SECONDS: '1' }).WORKER_SHUTDOWN_GRACE_SECONDS).toBe(1);
+    expect(parseEnv({ WORKER_SHUTDOWN_GRACE_SECONDS: '3600' }).WORKER_SHUTDOWN_GRACE_SECONDS).toBe(3600);
+  });
+
   it('accepts postgresql:// as well', () => {
     expect(parseEnv({ DATABASE_URL: 'postgresql://h/db' }).DATABASE_URL).toBe('postgresql://h/db');
   });
@@ -191,6 +199,9 @@ describe('parseEnv: a bad value names the variable and the expectation', () => {
     ['DATABASE_POOL_SIZE', '1001', 'an integer 1–1000 (connections)'],
     ['DATABASE_POOL_SIZE', '5.5', 'an integer 1–1000 (connections)'],
     ['DATABASE_POOL_SIZE', 'ten', 'an integer 1–1000 (connections)'],
+    ['WORKER_SHUTDOWN_GRACE_SECONDS', '0', 'an integer 1–3600 (seconds)'],
+    ['WORKER_SHUTDOWN_GRACE_SECONDS', '3601', 'an integer 1–3600 (seconds)'],
+    ['WORKER_SHUTDOWN_GRACE_SECONDS', '2.5', 'an integer 1–3600 (seconds)'],
     ['DATABASE_URL', 'mysql://h/db', 'a postgres:// or postgresql:// URL'],
     ['DATABASE_URL', 'localhost', 'a postgres:// or postgresql:// URL'],
     ['DURABLE_CONTEXT_ADMIN_KEY', 'two words', 'a key without whitespace'],
