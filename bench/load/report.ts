@@ -43,13 +43,19 @@ export function printTable(
 export const latencies = (s: Summary, which: ('p50' | 'p95' | 'p99')[] = ['p50', 'p95', 'p99']) =>
   s.n === 0 ? '— (no samples)' : which.map((p) => ms(s[p])).join(' / ');
 
+/** CPU seconds of the product's process (its `gateway + worker` threads) in a report. */
+function productSeconds(report: CpuReport): number {
+  let sum = 0;
+  for (const [group, seconds] of report.groups) if (group.startsWith('gateway + worker')) sum += seconds;
+  return sum;
+}
+
 export function cpuRows(report: CpuReport): Row[] {
   const share = (seconds: number) => `${((100 * seconds) / report.seconds).toFixed(0)} % of a core`;
   const rows: Row[] = [];
-  let product = 0;
+  const product = productSeconds(report);
   for (const group of [...CPU_GROUPS, 'rest of the machine' as const]) {
     const seconds = report.groups.get(group) ?? 0;
-    if (group.startsWith('gateway + worker')) product += seconds;
     if ((100 * seconds) / report.seconds < 0.5 && group !== 'Temporal dev server') continue;
     rows.push({ measure: `  CPU ${group}`, figure: share(seconds) });
   }
@@ -90,15 +96,12 @@ export function cpuPerBatchRows(
 ): Row[] {
   const per = (seconds: number, batches: number) => (batches > 0 ? ms((1000 * seconds) / batches) : '—');
   const machine = (r: CpuReport) => (r.machineBusyPercent / 100) * r.cores * r.seconds;
-  const gateway = [...product.cpu.groups]
-    .filter(([group]) => group.startsWith('gateway + worker'))
-    .reduce((sum, [, seconds]) => sum + seconds, 0);
   const rows: Row[] = [
     {
       measure: '  CPU per accepted batch (product)',
       figure:
         `PostgreSQL ${per(postgresSeconds(product.cpu), product.batches)}, gateway + worker ` +
-        `${per(gateway, product.batches)}, machine ${per(machine(product.cpu), product.batches)}`,
+        `${per(productSeconds(product.cpu), product.batches)}, machine ${per(machine(product.cpu), product.batches)}`,
     },
   ];
   if (limit) {

@@ -33,6 +33,17 @@ const port = (fallback: number): Variable<number> => ({
   fallback,
 });
 
+/** A whole number of `unit` from `min` to `max`. */
+const count = (min: number, max: number, unit: string, fallback: number): Variable<number> => ({
+  expected: `an integer ${min}–${max} (${unit})`,
+  schema: z
+    .string()
+    .regex(new RegExp(`^\\d{1,${String(max).length}}$`))
+    .transform(Number)
+    .refine((value) => value >= min && value <= max),
+  fallback,
+});
+
 /** A secret or a name used as is: any text without whitespace. */
 const token = <T extends string | null>(expected: string, fallback: T): Variable<string | T> => ({
   expected,
@@ -92,15 +103,7 @@ const VARIABLES = {
     schema: z.string().regex(/^postgres(?:ql)?:\/\/\S+$/),
     fallback: null,
   } satisfies Variable<string | null>,
-  DATABASE_POOL_SIZE: {
-    expected: 'an integer 1–1000 (connections)',
-    schema: z
-      .string()
-      .regex(/^\d{1,4}$/)
-      .transform(Number)
-      .refine((value) => value >= 1 && value <= 1000),
-    fallback: DEFAULT_POOL_SIZE,
-  } satisfies Variable<number>,
+  DATABASE_POOL_SIZE: count(1, 1000, 'connections', DEFAULT_POOL_SIZE),
   DURABLE_CONTEXT_CONFIG: {
     expected: 'a file path',
     schema: z.string(),
@@ -122,15 +125,7 @@ const VARIABLES = {
    * How long a stopping worker (SIGTERM/SIGINT) lets its running activities finish before it cancels them; a
    * cancelled activity is retried by another worker (a summary: its model call again).
    */
-  WORKER_SHUTDOWN_GRACE_SECONDS: {
-    expected: 'an integer 1–3600 (seconds)',
-    schema: z
-      .string()
-      .regex(/^\d{1,4}$/)
-      .transform(Number)
-      .refine((value) => value >= 1 && value <= 3600),
-    fallback: 5,
-  } satisfies Variable<number>,
+  WORKER_SHUTDOWN_GRACE_SECONDS: count(1, 3600, 'seconds', 5),
   // The gateway
   DURABLE_CONTEXT_ADMIN_KEY: token('a key without whitespace', null),
   DURABLE_CONTEXT_ADMIN_KEY_PREVIOUS: token('a key without whitespace', null),

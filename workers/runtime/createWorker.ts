@@ -21,7 +21,8 @@ export interface CreateWorkerOptions extends ActivityDeps {
   taskQueue?: string;
   /** A prebuilt bundle (tests build it once per file). */
   workflowBundle?: WorkerOptions['workflowBundle'];
-  shutdownGraceTime?: WorkerOptions['shutdownGraceTime'];
+  /** How long running activities may finish at shutdown (WORKER_SHUTDOWN_GRACE_SECONDS for the entry points). */
+  shutdownGraceTime: NonNullable<WorkerOptions['shutdownGraceTime']>;
   /** When given, activity durations are recorded in it. */
   metrics?: Metrics;
 }
@@ -35,7 +36,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     activities: options.metrics
       ? timeActivities(createActivities(options), options.metrics.phaseDuration)
       : createActivities(options),
-    shutdownGraceTime: options.shutdownGraceTime ?? '5 seconds',
+    shutdownGraceTime: options.shutdownGraceTime,
     stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT,
   });
 }
