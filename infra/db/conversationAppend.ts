@@ -153,6 +153,11 @@ export interface AppendOptions {
   settle?: (result: AppendResult, head: ConversationRow) => UpdateObject<Database, 'conversations'> | null;
   within?: (tx: TenantTx, result: AppendResult) => Promise<void>;
   /**
+   * Runs on the conversation's row as locked, before anything is written: what it throws rolls the append back (a
+   * chat turn that finds the workflow's rules moved since it read them, workers/gateway/chatTurns.ts).
+   */
+  admit?: (head: ConversationRow) => void;
+  /**
    * The idempotency key of the message the batch must follow: unless it is the conversation's newest keyed message
    * (`last_key`), the batch's new items are not stored (`stale`); its duplicates are reported as usual.
    */
@@ -185,6 +190,7 @@ export async function appendToConversation(
     tenantId,
     async (tx) => {
       const conversation = await requireLockedHead(tx, tenantId, conversationId);
+      options.admit?.(conversation);
       const target = { sessionId: conversation.current_session_id, conversationId };
       const follows = options.after !== undefined ? { after: options.after, head: conversation.last_key } : undefined;
       const { appended, duplicates, stale } = await appendLocked(tx, tenantId, target, items, follows);

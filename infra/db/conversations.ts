@@ -308,23 +308,37 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * accepted) and the workflow has published a status. Returns the conversation then, or null when `timeoutMs` passed
  * first.
  */
-export async function waitApplied(
+export function waitApplied(
   db: Kysely<Database>,
   tenantId: string,
   conversationId: string,
   seq: number,
   options: { timeoutMs: number; intervalMs?: number },
 ): Promise<ConversationRow | null> {
+  // Quiet batches advance the applied position at commit; the status also needs the workflow's first snapshot.
+  return waitConversation(db, tenantId, conversationId, (row) => row.applied_seq >= seq && row.state !== null, options);
+}
+
+/**
+ * Reads the conversation's row until `ready` holds for it, bounded: the row then, or null when `timeoutMs` passed
+ * first. The pause between reads starts at `intervalMs` (10) and doubles up to 100 ms, unless `steady`.
+ */
+export async function waitConversation(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  ready: (row: ConversationRow) => boolean,
+  options: { timeoutMs: number; intervalMs?: number; steady?: boolean },
+): Promise<ConversationRow | null> {
   const deadline = Date.now() + options.timeoutMs;
   let interval = options.intervalMs ?? 10;
   for (;;) {
     const row = await getConversation(db, tenantId, conversationId);
     if (!row) throw new ConversationNotFoundError(conversationId);
-    // Quiet batches advance the applied position at commit; the status also needs the workflow's first snapshot.
-    if (row.applied_seq >= seq && row.state !== null) return row;
+    if (ready(row)) return row;
     const left = deadline - Date.now();
     if (left <= 0) return null;
     await sleep(Math.min(interval, left));
-    interval = Math.min(interval * 2, 100);
+    if (!options.steady) interval = Math.min(interval * 2, 100);
   }
 }

@@ -27,6 +27,8 @@ export interface AppendDecideOptions {
   transcripts?: TranscriptCache;
   /** The key of the message the batch must follow (conversationAppend.ts `after`). */
   after?: string;
+  /** Checks the conversation's row as locked before anything is written (conversationAppend.ts `admit`). */
+  admit?: (head: ConversationRow) => void;
 }
 
 export interface AppendDecided {
@@ -55,6 +57,7 @@ export async function appendAndDecide(
   const { turnId, transcripts } = options;
   await appendToConversation(db, tenantId, conversationId, batch.messages, {
     ...(options.after !== undefined ? { after: options.after } : {}),
+    ...(options.admit ? { admit: options.admit } : {}),
     settle: (result, head) => {
       stale = result.stale === true;
       const stored = storedBatchOf(result, batch);

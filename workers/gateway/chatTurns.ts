@@ -22,7 +22,7 @@ import type {
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import type { ChatMessage } from '../../engine/index.js';
-import { getConversationAndRow, waitApplied } from '../../infra/db/conversations.js';
+import { getConversationAndRow } from '../../infra/db/conversations.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import { type TurnRecord, turnUsage } from '../../infra/db/turns.js';
@@ -34,7 +34,7 @@ import { ChatUnavailableError, InvalidRequestError } from './errors.js';
 import { statusOf, turnIdOf } from './logView.js';
 import { TranscriptCache } from './transcriptCache.js';
 import { TurnQueue } from './turnQueue.js';
-import { rulesWait, type TurnWaits } from './turnWaits.js';
+import { RulesMovedError, type RulesWait, rulesWait, type TurnWaits, waitRules, waitsLonger } from './turnWaits.js';
 
 export interface ChatTurnReply extends Omit<TurnResult, 'replyMessageId'> {
   reply: ChatMessage;
@@ -163,6 +163,16 @@ export class ChatTurns {
     return { ...turn, reply: reply.message, toolCalls: reply.message.tool_calls ?? [] };
   }
 
+  /**
+   * The workflow is still deciding (on a batch notified before, or after voiding its rules): its next rules, published
+   * within a workflow task, may let the turn run here, and quiet.
+   */
+  private async waitRules(tenantId: string, conversationId: string, wait: RulesWait): Promise<void> {
+    const waited = this.metrics?.turnRulesWait.startTimer({ standing: wait.standing });
+    await waitRules(this.host.readDb, tenantId, conversationId, wait);
+    waited?.();
+  }
+
   private count(path: TurnPath, trace: TurnTrace): void {
     trace.path = path;
     this.metrics?.chatTurns.inc({ path });
@@ -185,19 +195,23 @@ export class ChatTurns {
     const messages = { messages: request.messages };
     const { runner, host } = this;
     const wait = runner ? rulesWait(row, this.waits) : null;
-    if (wait) {
-      // The workflow is still deciding on a batch notified before: its next rules, published within a workflow
-      // task, may let this turn run here, and quiet.
-      const waited = this.metrics?.turnRulesWait.startTimer({ standing: wait.standing });
-      await waitApplied(host.readDb, tenantId, conversationId, row.batch_seq, { timeoutMs: wait.ms, intervalMs: 5 });
-      waited?.();
+    if (wait) await this.waitRules(tenantId, conversationId, wait);
+    const options = { loud: !runner, turnId, direct: !!runner, transcripts: this.transcripts };
+    // The rules are checked again under the append's lock: moved since the turn read its row (a notification, a
+    // compaction's settlement) so that they call for a longer kind of wait than it had, nothing is stored and the
+    // turn waits as it would have, once.
+    const admit = (head: ConversationRow) => {
+      const due = rulesWait(head, this.waits);
+      if (due && waitsLonger(due, wait)) throw new RulesMovedError(due);
+    };
+    let appended: AppendDecided;
+    try {
+      appended = await host.append(tenantId, conversationId, messages, { ...options, ...(runner ? { admit } : {}) });
+    } catch (err) {
+      if (!(err instanceof RulesMovedError)) throw err;
+      await this.waitRules(tenantId, conversationId, err.wait);
+      appended = await host.append(tenantId, conversationId, messages, options);
     }
-    let appended = await host.append(tenantId, conversationId, messages, {
-      loud: !runner,
-      turnId,
-      direct: !!runner,
-      transcripts: this.transcripts,
-    });
     const { observer } = request;
     observer?.accepted();
     if (appended.turn?.messageId != null) {

@@ -1,7 +1,9 @@
 // How long a chat turn waits for the workflow's next rules before it runs (workers/gateway/chatTurns.ts, issue #11 §2).
+import type { Kysely } from 'kysely';
 import { rulesJudgeTurn } from '../../engine/index.js';
+import { waitConversation } from '../../infra/db/conversations.js';
 import { standingOf } from '../../infra/db/quietBatches.js';
-import type { ConversationRow } from '../../infra/db/schema.js';
+import type { ConversationRow, Database } from '../../infra/db/schema.js';
 
 /** How long a turn waits for the workflow's next rules when the rules are not current (rulesWait). */
 export interface TurnWaits {
@@ -17,14 +19,17 @@ export interface TurnWaits {
 
 /** Whether what was notified since the rules judged the turn (rulesWait). */
 export type WaitStanding = 'judged' | 'unknown';
+
+/** A wait for the workflow's next rules (rulesWait). */
+export interface RulesWait {
+  ms: number;
+  standing: WaitStanding;
+}
 /**
  * How long a turn waits for the workflow's next rules (null: not at all). When the rules would let a turn run here
  * but are not current (infra/db/quietBatches.ts), the workflow's next publication is worth a short wait (TurnWaits).
  */
-export function rulesWait(
-  row: ConversationRow,
-  waits: Required<TurnWaits>,
-): { ms: number; standing: WaitStanding } | null {
+export function rulesWait(row: ConversationRow, waits: Required<TurnWaits>): RulesWait | null {
   const rules = row.quiet_rules;
   if (rules?.gatewayTurns !== true) return null;
   const standing = standingOf(row, row.batch_seq + 1);
@@ -32,4 +37,41 @@ export function rulesWait(
   const judged = rulesJudgeTurn(rules, standing, row.batch_seq + 1);
   const ms = judged ? waits.judgedMs : waits.unknownMs;
   return ms > 0 ? { ms, standing: judged ? 'judged' : 'unknown' } : null;
+}
+
+/**
+ * Waits, bounded, until the rules are current for the conversation's next batch: published for its latest
+ * notification epoch, every batch before decided. Waiting for the applied position alone is not enough: a
+ * compaction's settlement, a manual compaction or a policy change voids the rules without a batch. The row is read
+ * every 5 ms (a publication is awaited by a turn, not by a status read; the poll stops with the wait).
+ */
+export function waitRules(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  wait: RulesWait,
+): Promise<ConversationRow | null> {
+  const current = (row: ConversationRow) => standingOf(row, row.batch_seq + 1).current;
+  return waitConversation(db, tenantId, conversationId, current, { timeoutMs: wait.ms, intervalMs: 5, steady: true });
+}
+
+const RANK: Record<WaitStanding, number> = { judged: 1, unknown: 2 };
+
+/**
+ * Whether `due` is a longer kind of wait than `had` (none, then judged, then unknown): a turn whose rules moved that
+ * way since it read its row (RulesMovedError).
+ */
+export function waitsLonger(due: RulesWait, had: RulesWait | null): boolean {
+  return RANK[due.standing] > (had ? RANK[had.standing] : 0);
+}
+
+/**
+ * Under the append's lock, the rules call for a longer kind of wait than the turn had (waitsLonger): nothing was
+ * stored; the turn waits as it would have (`wait`), then appends again.
+ */
+export class RulesMovedError extends Error {
+  constructor(readonly wait: RulesWait) {
+    super("the workflow's rules moved before the turn's append");
+    this.name = 'RulesMovedError';
+  }
 }

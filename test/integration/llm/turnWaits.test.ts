@@ -2,11 +2,20 @@
 // notification off. The turn could run in the gateway at once, judged by what was notified since the rules, but its
 // own batches would then be notified too, leaving the next turn's rules stale again — back-to-back turns would keep
 // notifying. It waits (bounded, TurnWaits.judgedMs; lengthened here so the test does not race the workflow) for
-// the next rules instead, and its batches are quiet. Real services, the real `openai` client and the fake server.
+// the next rules instead, and its batches are quiet. Rules voided without a batch (a background compaction's
+// settlement opens a new epoch before the workflow republishes) are waited for the same way (TurnWaits.unknownMs),
+// also when they move between the turn's read of its row and its append. Real services, the real `openai` client
+// and the fake server.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { respondDepsFrom } from '../../../activities/respond.js';
+import { createTurnRunner } from '../../../activities/turnRunner.js';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
-import { createMetrics } from '../../../infra/metrics/registry.js';
+import { getConversation, recordApplied } from '../../../infra/db/conversations.js';
+import { openNotification } from '../../../infra/db/quietBatches.js';
+import type { ConversationRow } from '../../../infra/db/schema.js';
+import { createMetrics, type Metrics } from '../../../infra/metrics/registry.js';
+import { ChatTurns, type TurnHost } from '../../../workers/gateway/chatTurns.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
 import { conversationWorkflowId } from '../../../workflows/ids.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
@@ -14,12 +23,13 @@ import { reply } from '../../support/fakes/script.js';
 import { settledHistory } from '../../support/harness/activityRuns.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { createTestStack, type TestStack } from '../../support/harness/temporal.js';
-import { batch, keyed, newTenant } from '../workflows/transcript.js';
+import { allRows, batch, keyed, newTenant } from '../workflows/transcript.js';
 
 let testDb: TestDatabase;
 let stack: TestStack;
 const metrics = createMetrics({ defaultMetrics: false });
 let openai: OpenAIFake;
+let llm: ReturnType<typeof llmDepsFromConfig>;
 const GPT = { model: 'gpt-test', provider: 'openai', contextLength: 200_000 };
 
 beforeAll(async () => {
@@ -30,11 +40,11 @@ beforeAll(async () => {
     'providers:',
     `  openai: { base_url: "${openai.origin}/v1", api_key_env: FAKE_OPENAI_KEY, models: [gpt-test] }`,
   ].join('\n');
-  const llm = llmDepsFromConfig(parseConfigText(configYaml), { FAKE_OPENAI_KEY: 'sk-openai' }, () => undefined);
+  llm = llmDepsFromConfig(parseConfigText(configYaml), { FAKE_OPENAI_KEY: 'sk-openai' }, () => undefined);
   stack = await createTestStack({
     db: testDb.db,
     activityDeps: llm,
-    conversations: { turnWaits: { judgedMs: 10_000 }, turnMetrics: metrics },
+    conversations: { turnWaits: { judgedMs: 10_000, unknownMs: 10_000 }, turnMetrics: metrics },
   });
 });
 afterAll(async () => {
@@ -42,6 +52,18 @@ afterAll(async () => {
   await openai?.close();
   await testDb?.drop();
 });
+
+/** A metric's values by label values (a histogram's count as `<labels>:count`). */
+const countedIn = async (registry: Metrics, name: string) => {
+  const values = (await registry.registry.getSingleMetric(name)?.get())?.values ?? [];
+  return Object.fromEntries(
+    values.map((v) => {
+      const count = (v as { metricName?: string }).metricName?.endsWith('_count') === true;
+      return [`${Object.values(v.labels).join(',')}${count ? ':count' : ''}`, v.value];
+    }),
+  );
+};
+const counted = (name: string) => countedIn(metrics, name);
 
 const usage = (prompt: number) => ({
   usage: { prompt_tokens: prompt, completion_tokens: 5, total_tokens: prompt + 5 },
@@ -81,16 +103,6 @@ describe('a chat turn after a notified reply', () => {
     expect((await signalled()).slice(before.length)).toEqual(['reply 190000']);
     // /metrics says where the turns ran and that one waited for the rules (the first turn, before any rules were
     // published, was the workflow's).
-    /** A metric's values by label values (a histogram's count as `<labels>:count`). */
-    const counted = async (name: string) => {
-      const values = (await metrics.registry.getSingleMetric(name)?.get())?.values ?? [];
-      return Object.fromEntries(
-        values.map((v) => {
-          const count = (v as { metricName?: string }).metricName?.endsWith('_count') === true;
-          return [`${Object.values(v.labels).join(',')}${count ? ':count' : ''}`, v.value];
-        }),
-      );
-    };
     expect(await counted('dctx_chat_turns_total')).toEqual({ workflow: 1, gateway_notified: 1, gateway_quiet: 2 });
     // A retried turn is answered from what its first attempt stored, and counted as such.
     const again = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'four?' }], 'w4') });
@@ -108,5 +120,96 @@ describe('a chat turn after a notified reply', () => {
     expect(status.appliedSeq).toBe(status.batchSeq);
     expect(status.lastPromptTokens).toBe(2_100);
     expect(status.cache.turns).toBe(4);
+  });
+
+  /** A conversation whose first turn the workflow ran and whose rules are published and current. */
+  async function conversationWithRules() {
+    const t = await newTenant(testDb.db, { enabled: false });
+    const conv = randomUUID();
+    await stack.client.submit(t, conv, batch([{ role: 'system', content: 'You are terse.' }]), GPT);
+    openai.enqueue(reply('first'));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'one?' }], 'v1') });
+    await stack.client.settled(t, conv);
+    const row = (await getConversation(testDb.db, t, conv)) as ConversationRow;
+    expect(row.quiet_rules?.gatewayTurns).toBe(true);
+    expect(row.quiet_rules?.epoch).toBe(row.notify_epoch);
+    return { t, conv, row };
+  }
+
+  /** As the workflow publishing after it opened a notification: the rules for the conversation's latest epoch. */
+  async function republish(t: string, conv: string) {
+    const row = (await getConversation(testDb.db, t, conv)) as ConversationRow;
+    const rules = row.quiet_rules as NonNullable<ConversationRow['quiet_rules']>;
+    await recordApplied(testDb.db, t, conv, {
+      appliedSeq: row.batch_seq,
+      state: row.state as object,
+      quietRules: { ...rules, epoch: row.notify_epoch },
+    });
+  }
+
+  /**
+   * As the workflow settling a background compaction: a new epoch (rules void, nothing to apply), then, `ms` later,
+   * its publication of the rules for that epoch. Resolves once published.
+   */
+  async function voidThenRepublish(t: string, conv: string, ms: number) {
+    await openNotification(testDb.db, t, conv);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    await republish(t, conv);
+  }
+
+  it('waits for rules voided without a batch to be published again, and runs quiet', async () => {
+    const { t, conv } = await conversationWithRules();
+    const turnsBefore = await counted('dctx_chat_turns_total');
+    const waitsBefore = (await counted('dctx_chat_turn_rules_wait_seconds'))['unknown:count'] ?? 0;
+    let published = false;
+    const republished = voidThenRepublish(t, conv, 300).then(() => {
+      published = true;
+    });
+    // Every batch is applied already: only the rules' epoch says the workflow is still deciding.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    openai.enqueue(reply('quiet after the settlement'));
+    const turn = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'v2') });
+    expect(published).toBe(true);
+    await republished;
+    expect(turn.reply.content).toBe('quiet after the settlement');
+    const turns = await counted('dctx_chat_turns_total');
+    expect((turns.gateway_quiet ?? 0) - (turnsBefore.gateway_quiet ?? 0)).toBe(1);
+    expect(turns.workflow).toBe(turnsBefore.workflow);
+    expect((await counted('dctx_chat_turn_rules_wait_seconds'))['unknown:count']).toBe(waitsBefore + 1);
+    // Both of the turn's batches were quiet: applied at commit.
+    const status = await stack.client.status(t, conv);
+    expect(status.appliedSeq).toBe(status.batchSeq);
+  });
+
+  it('rolls a turn back whose rules moved between its read and its append, waits, and runs quiet once', async () => {
+    const { t, conv, row: seen } = await conversationWithRules();
+    // The turn's read of its row happened before the settlement voided the rules: a gateway reading the row as the
+    // workflow opens its notification.
+    const host: TurnHost = Object.assign(Object.create(stack.client) as TurnHost, {
+      require: async () => seen,
+    });
+    const own = createMetrics({ defaultMetrics: false });
+    const turns = new ChatTurns(host, createTurnRunner({ ...respondDepsFrom(llm), db: testDb.db }), {
+      waits: { judgedMs: 10_000, unknownMs: 10_000 },
+      metrics: own,
+    });
+    let published = false;
+    await openNotification(testDb.db, t, conv);
+    const republished = new Promise((resolve) => setTimeout(resolve, 300)).then(async () => {
+      await republish(t, conv);
+      published = true;
+    });
+    openai.enqueue(reply('quiet after the move'));
+    const turn = await turns.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'v2') });
+    expect(published).toBe(true);
+    await republished;
+    expect(turn.reply.content).toBe('quiet after the move');
+    expect(await countedIn(own, 'dctx_chat_turns_total')).toEqual({ gateway_quiet: 1 });
+    expect((await countedIn(own, 'dctx_chat_turn_rules_wait_seconds'))['unknown:count']).toBe(1);
+    // The rolled-back append left nothing behind: the question and the reply once each, in order.
+    const rows = await allRows(testDb.db, t);
+    expect(rows.map((r) => r.content)).toEqual(['You are terse.', 'one?', 'first', 'two?', 'quiet after the move']);
+    const status = await stack.client.status(t, conv);
+    expect(status.appliedSeq).toBe(status.batchSeq);
   });
 });
