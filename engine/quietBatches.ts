@@ -64,9 +64,17 @@ export interface QuietRules {
    * With `compacting`: the workflow applies the quiet batches committed while the compaction runs before it applies
    * the compaction's outcome (ConversationEntity, patch `fold-at-settle`), so they are applied in the order they
    * were committed. The in-loop checks start nothing while one runs; hygiene, a reading at or over the threshold
-   * (it may be a verdict), a guard trip and a pause lift still make a batch loud (absent in older rules: no).
+   * (unless `overQuiet`), a guard trip and a pause lift still make a batch loud (absent in older rules: no).
    */
   foldsAtSettle?: boolean;
+  /**
+   * With `foldsAtSettle`: a reading at or over the threshold may be quiet too. No verdict is awaited and no strike
+   * stands (SPEC §7.3/§7.4), so such a reading sets the reading and nothing else — no strike, no in-loop check (one
+   * compaction runs) — and the fold's latest reading, applied before the settlement, leaves the state as the readings
+   * applied one by one would (a reading below the threshold among them clears no strike that is not there). A chat
+   * over its threshold while its compaction runs reports such a reading on every turn (absent in older rules: no).
+   */
+  overQuiet?: boolean;
 }
 
 /**
@@ -156,9 +164,11 @@ export function quietRulesOf(input: {
 }): QuietRules {
   const s = input.compressor;
   const folds = input.compacting && input.foldsAtSettle;
+  const overQuiet = folds && !s.awaitingVerdict && s.ineffectiveStrikes === 0;
   return {
     ...(input.compacting ? { compacting: true } : {}),
     ...(folds ? { foldsAtSettle: true } : {}),
+    ...(overQuiet ? { overQuiet: true } : {}),
     epoch: input.epoch,
     enabled: input.enabled,
     contextLength: input.contextLength,
@@ -211,7 +221,7 @@ export function isQuiet(
     // The post-response check looks at the reading after the response; a response without input tokens keeps
     // the previous one (SPEC §7.3), which may be over the threshold already.
     lastPromptTokens = positive(batch.usage.prompt_tokens) ?? lastPromptTokens;
-    if (lastPromptTokens >= rules.thresholdTokens) return false;
+    if (lastPromptTokens >= rules.thresholdTokens && !(compacting && rules.overQuiet === true)) return false;
   }
   if (!rules.enabled || (!batch.incoming && !turnFollows)) return true;
   // As the workflow judges it (workflows/conversation/state.ts hygieneHistory, contextTokens).

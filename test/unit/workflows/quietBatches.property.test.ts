@@ -188,6 +188,7 @@ describe('quiet batches (issue #11 §2)', () => {
     let quietWhileCompacting = 0;
     let gatewayRecoveries = 0;
     let quietAfterCommit = 0;
+    let quietOverThreshold = 0;
     fc.assert(
       fc.property(
         fc.array(busy, { minLength: 20, maxLength: 160 }),
@@ -200,16 +201,19 @@ describe('quiet batches (issue #11 §2)', () => {
           quietAfterCommit += loudOnly.quietAfterCommit;
           background += loudOnly.backgroundStarted;
           quietWhileCompacting += loudOnly.quietWhileCompacting;
+          quietOverThreshold += loudOnly.quietOverThreshold;
         },
       ),
       { numRuns: 300 },
     );
     // Coverage floors well under what a run gives (~690 compactions, ~1,900 batches folded while one ran, ~260 of
-    // them after its commit, ~260 recoveries completed by quiet replies, over 300 streams).
+    // them after its commit, ~130 readings at or over the threshold, ~260 recoveries completed by quiet replies, over
+    // 300 streams).
     expect(background).toBeGreaterThan(300);
     expect(quietWhileCompacting).toBeGreaterThan(1_000);
     expect(gatewayRecoveries).toBeGreaterThan(100);
     expect(quietAfterCommit).toBeGreaterThan(100);
+    expect(quietOverThreshold).toBeGreaterThan(50);
   });
 
   it('let a chat turn run in the gateway without waiting only when no hygiene can be decided before it', () => {
@@ -317,10 +321,11 @@ describe('quiet batches (issue #11 §2)', () => {
     expect(every.decisions.map((d) => [d.event, d.trigger, d.settledAt])).toEqual([[0, 'post_response', 3]]);
     expect(loudOnly.decisions).toEqual(every.decisions);
     expect(finalState(loudOnly)).toEqual(finalState(every));
-    // Folded while it ran: 7,000 only; notified: 172,000 (at or over the threshold a reading may be a verdict) and
-    // the user message. After the settlement 9,000 is quiet again.
-    expect(loudOnly.quietWhileCompacting).toBe(1);
-    expect(loudOnly.quiet).toBe(2);
+    // Folded while it ran: 7,000 and 172,000 (over the threshold, but no verdict is awaited and no strike stands: it
+    // sets the reading only); notified: the user message, above the safety net by that reading. After the
+    // settlement 9,000 is quiet again.
+    expect(loudOnly.quietWhileCompacting).toBe(2);
+    expect(loudOnly.quiet).toBe(3);
   });
 
   it('carry a model call folded before a quiet user message to the next decision (SPEC §7.6)', () => {
@@ -387,9 +392,20 @@ describe('quiet batches (issue #11 §2)', () => {
     expect([reading, user].map((batch) => isQuiet(folding, null, batch))).toEqual([true, true]);
     expect(isQuiet(folding, null, user, { turnFollows: true })).toBe(true);
     expect(isQuiet(folding, null, { ...reading, turn: reading.usage as never, readVersion: 9 })).toBe(true);
-    // …a reading at the threshold (it may be a verdict), a message above the safety net and a guard about to trip
-    // are not.
-    expect(isQuiet(folding, null, { ...reading, usage: { prompt_tokens: 150_000 } })).toBe(false);
+    // …and a reading at or over the threshold, while no verdict is awaited and no strike stands; while one is, or
+    // a strike stands (a reading below the threshold folded before it would clear the strike), it is not…
+    const atThreshold = { ...reading, usage: { prompt_tokens: 150_000 } };
+    expect(folding.overQuiet).toBe(true);
+    expect(isQuiet(folding, null, atThreshold)).toBe(true);
+    expect(isQuiet(rules({}, { compacting: true }), null, atThreshold)).toBe(false);
+    const verdict = rules({ lastPromptTokens: 160_000, awaitingVerdict: true }, { compacting: true, folds: true });
+    expect(verdict.overQuiet).toBeUndefined();
+    expect(isQuiet(verdict, null, atThreshold)).toBe(false);
+    const struck = rules({ lastPromptTokens: 160_000, ineffectiveStrikes: 1 }, { compacting: true, folds: true });
+    expect(isQuiet(struck, null, atThreshold)).toBe(false);
+    // …nor, when nothing runs, a reading at the threshold (its in-loop check may compact); a message above the safety
+    // net and a guard about to trip never are.
+    expect(isQuiet(rules({}), null, atThreshold)).toBe(false);
     const high = rules({ lastPromptTokens: 170_000 }, { compacting: true, folds: true });
     expect(isQuiet(high, null, user)).toBe(false);
     const tripping = rules({ fallbackStreak: 2, trippedUntil: null }, { compacting: true, folds: true });

@@ -134,6 +134,8 @@ export class SimConversation {
   quietWhileCompacting = 0;
   /** Of those, batches folded after the compaction's commit, before its settlement. */
   quietAfterCommit = 0;
+  /** Of those, readings at or over the threshold (QuietRules.overQuiet). */
+  quietOverThreshold = 0;
   /** Cache recoveries the workflow recorded, in order, and those the gateway wrote for quiet replies. */
   readonly recoveries: CacheRecovery[] = [];
   readonly gatewayRecoveries: CacheRecovery[] = [];
@@ -262,6 +264,7 @@ export class SimConversation {
     this.quiet += 1;
     if (rules.compacting === true) this.quietWhileCompacting += 1;
     if (rules.compacting === true && this.running?.outcome?.totals) this.quietAfterCommit += 1;
+    if ((batch.usage?.prompt_tokens ?? 0) >= rules.thresholdTokens) this.quietOverThreshold += 1;
     return true;
   }
 
