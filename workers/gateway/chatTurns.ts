@@ -168,9 +168,10 @@ export class ChatTurns {
    * within a workflow task, may let the turn run here, and quiet.
    */
   private async waitRules(tenantId: string, conversationId: string, wait: RulesWait): Promise<void> {
-    const waited = this.metrics?.turnRulesWait.startTimer({ standing: wait.standing });
-    await waitRules(this.host.readDb, tenantId, conversationId, wait);
-    waited?.();
+    const started = performance.now();
+    const waited = await waitRules(this.host.readDb, tenantId, conversationId, wait);
+    // Counted when a publication was awaited (with or without it coming in time), not when none could come.
+    if (waited) this.metrics?.turnRulesWait.observe({ standing: wait.standing }, (performance.now() - started) / 1000);
   }
 
   private count(path: TurnPath, trace: TurnTrace): void {

@@ -1,9 +1,10 @@
 // How long a chat turn waits for the workflow's next rules before it runs (workers/gateway/chatTurns.ts, issue #11 §2).
 import type { Kysely } from 'kysely';
 import { rulesJudgeTurn } from '../../engine/index.js';
-import { waitConversation } from '../../infra/db/conversations.js';
+import { getConversation, waitConversation } from '../../infra/db/conversations.js';
 import { standingOf } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
+import { getTenantPolicy } from '../../infra/db/tenants.js';
 
 /** How long a turn waits for the workflow's next rules when the rules are not current (rulesWait). */
 export interface TurnWaits {
@@ -25,6 +26,7 @@ export interface RulesWait {
   ms: number;
   standing: WaitStanding;
 }
+
 /**
  * How long a turn waits for the workflow's next rules (null: not at all). When the rules would let a turn run here
  * but are not current (infra/db/quietBatches.ts), the workflow's next publication is worth a short wait (TurnWaits).
@@ -42,17 +44,27 @@ export function rulesWait(row: ConversationRow, waits: Required<TurnWaits>): Rul
 /**
  * Waits, bounded, until the rules are current for the conversation's next batch: published for its latest
  * notification epoch, every batch before decided. Waiting for the applied position alone is not enough: a
- * compaction's settlement, a manual compaction or a policy change voids the rules without a batch. The row is read
+ * compaction's settlement, a manual compaction or a model switch voids the rules without a batch. The row is read
  * every 5 ms (a publication is awaited by a turn, not by a status read; the poll stops with the wait).
+ *
+ * True once it waited, whether or not the rules came in time; false without waiting when nothing will publish: a compression-policy change voids the rules of its tenant's
+ * conversations, and the workflow takes the new policy over only when it hears of something (the turn goes to it).
  */
-export function waitRules(
+export async function waitRules(
   db: Kysely<Database>,
   tenantId: string,
   conversationId: string,
   wait: RulesWait,
-): Promise<ConversationRow | null> {
+): Promise<boolean> {
   const current = (row: ConversationRow) => standingOf(row, row.batch_seq + 1).current;
-  return waitConversation(db, tenantId, conversationId, current, { timeoutMs: wait.ms, intervalMs: 5, steady: true });
+  const row = await getConversation(db, tenantId, conversationId);
+  if (!row || current(row)) return true;
+  if (row.applied_seq === row.batch_seq && row.state !== null) {
+    const policy = await getTenantPolicy(db, tenantId);
+    if (policy && row.state.policyVersion < policy.version) return false;
+  }
+  await waitConversation(db, tenantId, conversationId, current, { timeoutMs: wait.ms, intervalMs: 5, steady: true });
+  return true;
 }
 
 const RANK: Record<WaitStanding, number> = { judged: 1, unknown: 2 };

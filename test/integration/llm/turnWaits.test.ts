@@ -14,6 +14,7 @@ import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { getConversation, recordApplied } from '../../../infra/db/conversations.js';
 import { openNotification } from '../../../infra/db/quietBatches.js';
 import type { ConversationRow } from '../../../infra/db/schema.js';
+import { getTenantPolicy, setTenantPolicy } from '../../../infra/db/tenants.js';
 import { createMetrics, type Metrics } from '../../../infra/metrics/registry.js';
 import { ChatTurns, type TurnHost } from '../../../workers/gateway/chatTurns.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
@@ -212,4 +213,23 @@ describe('a chat turn after a notified reply', () => {
     const status = await stack.client.status(t, conv);
     expect(status.appliedSeq).toBe(status.batchSeq);
   });
+
+  it('does not wait for rules a compression-policy change voided: the workflow takes the turn and the policy over', async () => {
+    const { t, conv } = await conversationWithRules();
+    const turnsBefore = await counted('dctx_chat_turns_total');
+    const waitsBefore = await counted('dctx_chat_turn_rules_wait_seconds');
+    await setTenantPolicy(testDb.db, t, { enabled: false, threshold: 0.6 });
+    // The rules are void and nothing publishes until the workflow hears of something: with this stack's 10 s
+    // bound a wait would outlast the test's timeout.
+    openai.enqueue(reply('after the policy change'));
+    const turn = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'v2') });
+    expect(turn.reply.content).toBe('after the policy change');
+    const turns = await counted('dctx_chat_turns_total');
+    expect(turns.workflow).toBe((turnsBefore.workflow ?? 0) + 1);
+    expect(await counted('dctx_chat_turn_rules_wait_seconds')).toEqual(waitsBefore);
+    // The workflow published with the new policy: the next turn's rules are current again, and it is quiet.
+    const row = (await getConversation(testDb.db, t, conv)) as ConversationRow;
+    expect(row.state?.policyVersion).toBe((await getTenantPolicy(testDb.db, t))?.version);
+    expect(row.quiet_rules?.epoch).toBe(row.notify_epoch);
+  }, 8_000);
 });
