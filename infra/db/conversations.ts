@@ -321,14 +321,14 @@ export function waitApplied(
 
 /**
  * Reads the conversation's row until `ready` holds for it, bounded: the row then, or null when `timeoutMs` passed
- * first. The pause between reads starts at `intervalMs` (10) and doubles up to 100 ms, unless `steady`.
+ * first. The pause between reads starts at `intervalMs` (10) and doubles up to `maxIntervalMs` (100).
  */
 export async function waitConversation(
   db: Kysely<Database>,
   tenantId: string,
   conversationId: string,
   ready: (row: ConversationRow) => boolean,
-  options: { timeoutMs: number; intervalMs?: number; steady?: boolean },
+  options: { timeoutMs: number; intervalMs?: number; maxIntervalMs?: number },
 ): Promise<ConversationRow | null> {
   const deadline = Date.now() + options.timeoutMs;
   let interval = options.intervalMs ?? 10;
@@ -339,6 +339,6 @@ export async function waitConversation(
     const left = deadline - Date.now();
     if (left <= 0) return null;
     await sleep(Math.min(interval, left));
-    if (!options.steady) interval = Math.min(interval * 2, 100);
+    interval = Math.min(interval * 2, options.maxIntervalMs ?? 100);
   }
 }
