@@ -149,29 +149,29 @@ describe('a chat turn after a notified reply', () => {
   }
 
   /**
-   * As the workflow settling a background compaction: a new epoch (rules void, nothing to apply), then, `ms` later,
-   * its publication of the rules for that epoch. Resolves once published.
+   * As the workflow settling a background compaction, once it has opened its notification (rules void, nothing to
+   * apply): its publication of the rules for the new epoch, `ms` from now. `done` settles once published.
    */
-  async function voidThenRepublish(t: string, conv: string, ms: number) {
-    await openNotification(testDb.db, t, conv);
-    await new Promise((resolve) => setTimeout(resolve, ms));
-    await republish(t, conv);
+  function republishIn(t: string, conv: string, ms: number) {
+    const state = { published: false };
+    const done = new Promise((resolve) => setTimeout(resolve, ms)).then(async () => {
+      await republish(t, conv);
+      state.published = true;
+    });
+    return { state, done };
   }
 
   it('waits for rules voided without a batch to be published again, and runs quiet', async () => {
     const { t, conv } = await conversationWithRules();
     const turnsBefore = await counted('dctx_chat_turns_total');
     const waitsBefore = (await counted('dctx_chat_turn_rules_wait_seconds'))['unknown:count'] ?? 0;
-    let published = false;
-    const republished = voidThenRepublish(t, conv, 300).then(() => {
-      published = true;
-    });
     // Every batch is applied already: only the rules' epoch says the workflow is still deciding.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await openNotification(testDb.db, t, conv);
+    const republished = republishIn(t, conv, 300);
     openai.enqueue(reply('quiet after the settlement'));
     const turn = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'v2') });
-    expect(published).toBe(true);
-    await republished;
+    expect(republished.state.published).toBe(true);
+    await republished.done;
     expect(turn.reply.content).toBe('quiet after the settlement');
     const turns = await counted('dctx_chat_turns_total');
     expect((turns.gateway_quiet ?? 0) - (turnsBefore.gateway_quiet ?? 0)).toBe(1);
@@ -194,16 +194,12 @@ describe('a chat turn after a notified reply', () => {
       waits: { judgedMs: 10_000, unknownMs: 10_000 },
       metrics: own,
     });
-    let published = false;
     await openNotification(testDb.db, t, conv);
-    const republished = new Promise((resolve) => setTimeout(resolve, 300)).then(async () => {
-      await republish(t, conv);
-      published = true;
-    });
+    const republished = republishIn(t, conv, 300);
     openai.enqueue(reply('quiet after the move'));
     const turn = await turns.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'v2') });
-    expect(published).toBe(true);
-    await republished;
+    expect(republished.state.published).toBe(true);
+    await republished.done;
     expect(turn.reply.content).toBe('quiet after the move');
     expect(await countedIn(own, 'dctx_chat_turns_total')).toEqual({ gateway_quiet: 1 });
     expect((await countedIn(own, 'dctx_chat_turn_rules_wait_seconds'))['unknown:count']).toBe(1);
@@ -227,7 +223,7 @@ describe('a chat turn after a notified reply', () => {
     const turns = await counted('dctx_chat_turns_total');
     expect(turns.workflow).toBe((turnsBefore.workflow ?? 0) + 1);
     expect(await counted('dctx_chat_turn_rules_wait_seconds')).toEqual(waitsBefore);
-    // The workflow published with the new policy: the next turn's rules are current again, and it is quiet.
+    // The workflow took the new policy over with the turn and published its rules for the latest epoch.
     const row = (await getConversation(testDb.db, t, conv)) as ConversationRow;
     expect(row.state?.policyVersion).toBe((await getTenantPolicy(testDb.db, t))?.version);
     expect(row.quiet_rules?.epoch).toBe(row.notify_epoch);
