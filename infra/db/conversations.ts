@@ -321,24 +321,27 @@ export function waitApplied(
 
 /**
  * Reads the conversation's row until `ready` holds for it, bounded: the row then, or null when `timeoutMs` passed
- * first. The pause between reads starts at `intervalMs` (10) and doubles up to `maxIntervalMs` (100).
+ * first. The pause between reads starts at `intervalMs` (10) and doubles up to `maxIntervalMs` (100). `seen`: the
+ * row as the caller just read it, checked instead of a first read.
  */
 export async function waitConversation(
   db: Kysely<Database>,
   tenantId: string,
   conversationId: string,
   ready: (row: ConversationRow) => boolean,
-  options: { timeoutMs: number; intervalMs?: number; maxIntervalMs?: number },
+  options: { timeoutMs: number; intervalMs?: number; maxIntervalMs?: number; seen?: ConversationRow },
 ): Promise<ConversationRow | null> {
   const deadline = Date.now() + options.timeoutMs;
   let interval = options.intervalMs ?? 10;
+  let row = options.seen;
   for (;;) {
-    const row = await getConversation(db, tenantId, conversationId);
+    row ??= await getConversation(db, tenantId, conversationId);
     if (!row) throw new ConversationNotFoundError(conversationId);
     if (ready(row)) return row;
     const left = deadline - Date.now();
     if (left <= 0) return null;
     await sleep(Math.min(interval, left));
     interval = Math.min(interval * 2, options.maxIntervalMs ?? 100);
+    row = undefined;
   }
 }

@@ -47,8 +47,9 @@ export function rulesWait(row: ConversationRow, waits: Required<TurnWaits>): Rul
  * compaction's settlement, a manual compaction or a model switch voids the rules without a batch. The row is read
  * after 5 ms, then at most every 20 ms (a publication comes within a workflow task: ~40–80 ms on a busy machine).
  *
- * True once it waited, whether or not the rules came in time; false without waiting when nothing will publish: a compression-policy change voids the rules of its tenant's
- * conversations, and the workflow takes the new policy over only when it hears of something (the turn goes to it).
+ * True once it waited, whether or not the rules came in time; false without waiting when nothing will publish: a
+ * compression-policy change voids the rules of its tenant's conversations, and the workflow takes the new policy
+ * over only when it hears of something (the turn goes to it).
  */
 export async function waitRules(
   db: Kysely<Database>,
@@ -67,6 +68,7 @@ export async function waitRules(
     timeoutMs: wait.ms,
     intervalMs: 5,
     maxIntervalMs: 20,
+    seen: row,
   });
   return true;
 }
