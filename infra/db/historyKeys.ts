@@ -27,9 +27,31 @@ export function wireOf(message: ChatMessage): unknown {
 
 export const digest = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex');
 
-/** Idempotency key of the message at `position` of a `dialect`'s history: its place and its wire fields. */
+/**
+ * A calendar date (ISO 8601), with its time of day if it has one: what coding agents write into their system prompt
+ * or environment block (pi's "Current date:", Codex CLI's `<current_date>`) and rewrite when they start on another
+ * day, though the conversation is the same.
+ */
+const CALENDAR = /\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\d)/g;
+
+/** `wire` (wireOf) with every calendar date in its strings set aside; the same value when it holds none. */
+export function undated(wire: unknown): unknown {
+  if (typeof wire === 'string') return wire.replace(CALENDAR, '<date>');
+  if (Array.isArray(wire)) return wire.map(undated);
+  if (wire !== null && typeof wire === 'object') {
+    return Object.fromEntries(Object.entries(wire).map(([field, value]) => [field, undated(value)]));
+  }
+  return wire;
+}
+
+/**
+ * Idempotency key of the message at `position` of a `dialect`'s history: its place and its wire fields — a system
+ * message's without its calendar dates (an agent resumed the next day sends the same system prompt with another
+ * date: the same message; a user's or a model's message with another date is another message).
+ */
 export function historyKey(dialect: string, position: number, message: ChatMessage): string {
-  return `${dialect}:${position}:${digest(wireOf(message)).slice(0, 32)}`;
+  const wire = message.role === 'system' ? undated(wireOf(message)) : wireOf(message);
+  return `${dialect}:${position}:${digest(wire).slice(0, 32)}`;
 }
 
 export interface StoredHistoryKeys {

@@ -5,7 +5,7 @@
 // the next turn goes to the provider compacted — while Codex, whose own auto-compaction is set out of reach, never
 // errs; every turn is stored once and searchable. And with Codex's own compaction in reach: its summary request
 // passes through, is recorded, and its shorter history continues the conversation in a new session, the server
-// compacting nothing on top of it. And on a route that issues native checkpoints (SPEC §15.1): the gateway adds
+// compacting nothing on top of it — also when that history opens with another day's date (resumed the next day). And on a route that issues native checkpoints (SPEC §15.1): the gateway adds
 // the field, and Codex keeps the returned compaction item and sends it back.
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureCodex } from '../../support/clients/codex.js';
-import { type CliRun, runCli } from '../../support/clients/runCli.js';
+import { type CliRun, DAY_AFTER_TZ, DAY_BEFORE_TZ, runCli } from '../../support/clients/runCli.js';
 import { reply } from '../../support/fakes/script.js';
 import { openAIDropinForFile, storedMessages } from './dropinFixtures.js';
 
@@ -29,13 +29,19 @@ afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-/** One `codex exec` (or `codex exec resume --last`) run to its end; its exit code, output and log. */
-function runCodex(home: string, key: string, args: string[]): Promise<CliRun> {
+/**
+ * One `codex exec` (or `codex exec resume --last`) run to its end; its exit code, output and log. `tz`: the time
+ * zone Codex takes its `<current_date>` in (the machine's unless given).
+ */
+function runCodex(home: string, key: string, args: string[], tz?: string): Promise<CliRun> {
   return runCli(codex, ['exec', ...args], {
     cwd: join(work, 'project'),
-    env: { ...process.env, CODEX_HOME: home, DCTX_KEY: key, RUST_LOG: 'warn' },
+    env: { ...process.env, CODEX_HOME: home, DCTX_KEY: key, RUST_LOG: 'warn', ...(tz ? { TZ: tz } : {}) },
   });
 }
+
+/** The `<current_date>` of the environment block a Codex request opens with. */
+const codexDate = (body: { input: unknown }) => /<current_date>([^<]+)</.exec(JSON.stringify(body.input))?.[1];
 
 /** CODEX_HOME with the gateway as custom model provider; `autoCompactLimit`: Codex's own compaction threshold. */
 function codexHome(autoCompactLimit: number, model = 'gpt-test'): string {
@@ -175,17 +181,24 @@ describe('the Codex CLI through the drop-in Responses endpoint', () => {
       reply('Prune in late winter.', { usage: { input_tokens: 2_500, output_tokens: 20 } }),
     );
     const before = dropin.openai.responsesRequests().length;
-    const first = await runCodex(home, key, ['--skip-git-repo-check', turns[0] as string]);
+    // The session starts one day and is resumed the next: Codex's compacted history opens with the new date.
+    const first = await runCodex(home, key, ['--skip-git-repo-check', turns[0] as string], DAY_BEFORE_TZ);
     expect(first.code, first.err).toBe(0);
-    const second = await runCodex(home, key, ['resume', '--last', '--skip-git-repo-check', turns[1] as string]);
+    const resume = (turn: string) =>
+      runCodex(home, key, ['resume', '--last', '--skip-git-repo-check', turn], DAY_AFTER_TZ);
+    const second = await resume(turns[1] as string);
     expect(second.code, second.err).toBe(0);
     expect(second.out).toContain('Row B is sunniest.');
-    const third = await runCodex(home, key, ['resume', '--last', '--skip-git-repo-check', turns[2] as string]);
+    const third = await resume(turns[2] as string);
     expect(third.code, third.err).toBe(0);
     expect(third.out).toContain('Prune in late winter.');
 
     const requests = dropin.openai.responsesRequests().slice(before);
     expect(requests).toHaveLength(4);
+    expect(codexDate(requests[0]?.body as { input: unknown })).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(codexDate(requests[2]?.body as { input: unknown })).not.toBe(
+      codexDate(requests[0]?.body as { input: unknown }),
+    );
     // The compaction request went to the provider as Codex sent it: no tools, its own prompt last, the first turn in.
     const compaction = requests[1]?.body as { input: unknown[]; tools?: unknown[] };
     expect(compaction.tools ?? []).toHaveLength(0);
@@ -197,7 +210,7 @@ describe('the Codex CLI through the drop-in Responses endpoint', () => {
     expect(after).not.toContain('Rows: A, B.');
     expect(after).not.toContain('[CONTEXT COMPACTION');
 
-    // One conversation (no branch), rotated: the old session ended, the new one its child.
+    // One conversation (no branch, though the day changed), rotated: the old session ended, the new one its child.
     const conversations = await dropin.gw.testDb.db
       .selectFrom('conversations')
       .select(['id', 'current_session_id'])

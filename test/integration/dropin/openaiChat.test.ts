@@ -6,6 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../../../engine/types.js';
+import { datedConversationId, derivedConversationId } from '../../../workers/gateway/dropin/history.js';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
 import { capitalQuestion, openAIDropinForFile, ROUTED_CLAUDE, storedMessages } from './dropinFixtures.js';
 
@@ -196,6 +198,58 @@ describe('POST /v1/chat/completions', () => {
     const parent = lineage.find((s) => s.conversation_id === branch)?.parent_session_id;
     expect(parent).toBeTruthy();
     expect(lineage.find((s) => s.conversation_id === original && s.parent_session_id === null)).toBeDefined();
+  });
+
+  it('a system prompt rewritten for another day continues the conversation; an id given before is kept', async () => {
+    const { id: tenantId, key } = await dropin.gw.tenant();
+    const client = dropin.sdk(key);
+    // An agent writes the day into its system prompt, and rewrites it when resumed the next day.
+    const system = (date: string): Message => ({ role: 'system', content: `Be brief.\nCurrent date: ${date}` });
+    const question: Message = { role: 'user', content: `Capital of France? ${randomUUID()}` };
+    dropin.openai.enqueue(reply('Paris.'));
+    const first = await client.chat.completions
+      .create({ model: 'gpt-test', messages: [system('2026-12-06'), question] })
+      .withResponse();
+    const conversationId = first.response.headers.get('x-conversation-id') as string;
+    const nextDay: Message[] = [
+      system('2026-12-07'),
+      question,
+      first.data.choices[0]?.message as Message,
+      { role: 'user', content: 'And of Italy?' },
+    ];
+    dropin.openai.enqueue(reply('Rome.'));
+    const second = await client.chat.completions.create({ model: 'gpt-test', messages: nextDay }).withResponse();
+    expect(second.response.headers.get('x-conversation-id')).toBe(conversationId);
+    // The provider got the client's request as sent (the new date); the store kept each message once.
+    expect(dropin.openai.chatRequests().at(-1)?.body.messages[0]).toEqual(system('2026-12-07'));
+    expect((await storedMessages(dropin.gw, key, conversationId)).map((m) => m.content)).toEqual([
+      system('2026-12-06').content,
+      question.content,
+      'Paris.',
+      'And of Italy?',
+      'Rome.',
+    ]);
+
+    // A conversation created before derived ids set dates aside (its id: the opening's digest with the date) is
+    // found again under that id.
+    const spain: Message[] = [system('2026-11-30'), { role: 'user', content: `Capital of Spain? ${randomUUID()}` }];
+    const before = datedConversationId('oa', tenantId, spain as ChatMessage[]) as string;
+    expect(before).not.toBe(derivedConversationId('oa', tenantId, spain as ChatMessage[]));
+    dropin.openai.enqueue(reply('Madrid.'));
+    await dropin
+      .sdk(key, { 'x-conversation-id': before })
+      .chat.completions.create({ model: 'gpt-test', messages: spain });
+    spain.push({ role: 'assistant', content: 'Madrid.' }, { role: 'user', content: 'And of Portugal?' });
+    dropin.openai.enqueue(reply('Lisbon.'));
+    const found = await client.chat.completions.create({ model: 'gpt-test', messages: spain }).withResponse();
+    expect(found.response.headers.get('x-conversation-id')).toBe(before);
+    expect(await storedMessages(dropin.gw, key, before)).toHaveLength(5);
+    const conversations = await dropin.gw.testDb.db
+      .selectFrom('conversations')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(conversations.map((c) => c.id).sort()).toEqual([before, conversationId].sort());
   });
 
   it('refuses in OpenAI’s dialect naming the field, stores nothing; passes provider errors on as they came', async () => {

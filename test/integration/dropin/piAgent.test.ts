@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensurePi } from '../../support/clients/pi.js';
-import { type CliRun, runCli } from '../../support/clients/runCli.js';
+import { type CliRun, DAY_AFTER_TZ, DAY_BEFORE_TZ, runCli } from '../../support/clients/runCli.js';
 import type { AnthropicFake } from '../../support/fakes/anthropicFake.js';
 import { reply, toolCallsReply } from '../../support/fakes/script.js';
 import type { GatewayHarness } from '../../support/harness/gateway.js';
@@ -52,11 +52,14 @@ function piHome(contextWindow: number): { agentDir: string; project: string } {
   return { agentDir, project };
 }
 
-/** One `pi -p` run (offline: no update check, no telemetry) to its end; its exit code and output. */
-function runPi(home: { agentDir: string; project: string }, key: string, args: string[]): Promise<CliRun> {
+/**
+ * One `pi -p` run (offline: no update check, no telemetry) to its end; its exit code and output. `tz`: the time zone
+ * of the date pi writes into its system prompt.
+ */
+function runPi(home: { agentDir: string; project: string }, key: string, args: string[], tz: string): Promise<CliRun> {
   return runCli(pi, ['--offline', '--model', `dctx/${MODEL}`, ...args], {
     cwd: home.project,
-    env: { ...process.env, PI_CODING_AGENT_DIR: home.agentDir, DCTX_KEY: key, PI_OFFLINE: '1' },
+    env: { ...process.env, PI_CODING_AGENT_DIR: home.agentDir, DCTX_KEY: key, PI_OFFLINE: '1', TZ: tz },
   });
 }
 
@@ -82,18 +85,26 @@ describe('the pi coding agent through the drop-in Anthropic Messages endpoint', 
       reply('Sunny all week.', { usage: { input_tokens: 200_000, output_tokens: 20 } }),
       reply('You are welcome.', { usage: { input_tokens: 12_500, output_tokens: 20 } }),
     );
-    const first = await runPi(home, key, ['-p', turns[0] as string]);
+    // pi starts one day and is continued the next: its system prompt carries another date from then on.
+    const first = await runPi(home, key, ['-p', turns[0] as string], DAY_BEFORE_TZ);
     expect(first.code, first.err).toBe(0);
     expect(first.out).toContain('The shell answers dctx-42.');
     // pi ran the command for real: its output went back as the tool result.
     const afterTool = JSON.stringify(anthropic.messageRequests()[before + 1]?.body.messages);
     expect(afterTool).toContain('toolu_pi_1');
     expect(afterTool).toContain('dctx-42\\nline 1\\nline 2\\nline 3\\n');
-    const second = await runPi(home, key, ['-c', '-p', turns[1] as string]);
+    const second = await runPi(home, key, ['-c', '-p', turns[1] as string], DAY_AFTER_TZ);
     expect(second.code, second.err).toBe(0);
     expect(second.out).toContain('Sunny all week.');
 
-    // pi sent no conversation id: the gateway derived one from the opening of its history, the same each time.
+    // pi sent no conversation id: the gateway derived one from the opening of its history, the same each time —
+    // the system prompt's date aside, which changed.
+    const dateOf = (i: number) =>
+      /Current date: (\d{4}-\d{2}-\d{2})/.exec(
+        JSON.stringify(anthropic.messageRequests()[before + i]?.body.system),
+      )?.[1];
+    expect(dateOf(0)).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(dateOf(2)).not.toBe(dateOf(0));
     const conversations = await gw.testDb.db
       .selectFrom('conversations')
       .select(['id'])
@@ -106,7 +117,7 @@ describe('the pi coding agent through the drop-in Anthropic Messages endpoint', 
       if (status.json.compressionCount === 1 && !status.json.compacting) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const third = await runPi(home, key, ['-c', '-p', turns[2] as string]);
+    const third = await runPi(home, key, ['-c', '-p', turns[2] as string], DAY_AFTER_TZ);
     expect(third.code, third.err).toBe(0);
     expect(third.out).toContain('You are welcome.');
 

@@ -2,6 +2,13 @@
 // `timeoutMs` (its exit code is then null).
 import { spawn } from 'node:child_process';
 
+/**
+ * Time zones 26 hours apart, for a client that writes the local date into its prompt: a run in the first is always
+ * on an earlier calendar day than a run in the second (a session resumed the next day, whatever the time).
+ */
+export const DAY_BEFORE_TZ = 'Etc/GMT+12';
+export const DAY_AFTER_TZ = 'Etc/GMT-14';
+
 export interface CliRun {
   code: number | null;
   out: string;

@@ -2,8 +2,10 @@
 // a stateless client's requests, and how a history stands against what a conversation stores.
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
+import { digest, wireOf } from '../../../infra/db/historyKeys.js';
 import {
   branchConversationId,
+  datedConversationId,
   derivedConversationId,
   historyKey,
   historyKeys,
@@ -27,6 +29,19 @@ describe('history keys', () => {
     expect(historyKey('oa', 2, blocks)).toBe(historyKey('oa', 2, stored));
     expect(historyKey('oa', 2, { role: 'assistant', content: null })).toBe(
       historyKey('oa', 2, { role: 'assistant', content: '' }),
+    );
+  });
+
+  it('of a system message set its calendar dates aside; of any other message they do not', () => {
+    const system = (date: string): ChatMessage => ({ role: 'system', content: `Be brief.\nCurrent date: ${date}` });
+    expect(historyKey('an', 0, system('2026-12-07'))).toBe(historyKey('an', 0, system('2026-12-06')));
+    expect(historyKey('an', 0, system('2026-12-07'))).not.toBe(historyKey('an', 0, system('2026-12-07!')));
+    // A system message without a date keeps the key it had.
+    const plain: ChatMessage = { role: 'system', content: 'Be brief.' };
+    expect(historyKey('an', 0, plain)).toBe(`an:0:${digest(wireOf(plain)).slice(0, 32)}`);
+    // A user who edits the date in their question asks another question.
+    expect(historyKey('an', 1, user('What happened on 2026-12-01?'))).not.toBe(
+      historyKey('an', 1, user('What happened on 2026-12-02?')),
     );
   });
 
@@ -55,6 +70,28 @@ describe('conversation ids', () => {
     expect(derivedConversationId('oa', 't1', [opening[0] as ChatMessage, user('other')])).not.toBe(
       derivedConversationId('oa', 't1', opening),
     );
+  });
+
+  it('set calendar dates in the opening aside (an agent started on another day), keeping the id given before', () => {
+    const opening = (date: string): ChatMessage[] => [
+      { role: 'system', content: 'You are a coding agent.' },
+      user(`<environment_context>\n  <current_date>${date}</current_date>\n</environment_context>`),
+    ];
+    const today = derivedConversationId('or', 't1', opening('2026-12-06'));
+    expect(derivedConversationId('or', 't1', opening('2026-12-07'))).toBe(today);
+    expect(derivedConversationId('or', 't1', opening('2026-12-07T00:03:48.5Z'))).toBe(today);
+    // Only dates: another directory, or a number that is not a date, is another opening.
+    expect(derivedConversationId('or', 't1', opening('20261207'))).not.toBe(today);
+    const moved = opening('2026-12-06').map((m) => (m.role === 'user' ? user(`${m.content}<cwd>/b</cwd>`) : m));
+    expect(derivedConversationId('or', 't1', moved)).not.toBe(today);
+    // The id a conversation got before dates were set aside: the opening's digest as it came.
+    const before = `or-${digest(['t1', opening('2026-12-06').map(wireOf)]).slice(0, 40)}`;
+    expect(datedConversationId('or', 't1', opening('2026-12-06'))).toBe(before);
+    expect(before).not.toBe(today);
+    // An opening without a date had the same id then.
+    const plain = [user('hello')];
+    expect(datedConversationId('or', 't1', plain)).toBeNull();
+    expect(derivedConversationId('or', 't1', plain)).toBe(`or-${digest(['t1', plain.map(wireOf)]).slice(0, 40)}`);
   });
 
   it('a branch id depends on the history up to the differing message and fits the id pattern', () => {

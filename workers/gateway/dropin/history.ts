@@ -5,7 +5,7 @@
 // what is stored goes to a branch conversation (derived from the history up to the first message that differs,
 // linked to the stored one by parent_session_id), and the stored one is never changed.
 import type { ChatMessage } from '../../../engine/types.js';
-import { digest, historyKey, wireOf } from '../../../infra/db/historyKeys.js';
+import { digest, historyKey, undated, wireOf } from '../../../infra/db/historyKeys.js';
 
 export { historyKey };
 
@@ -16,14 +16,33 @@ export function historyKeys(dialect: string, messages: readonly ChatMessage[]): 
 /** The longest conversation id (contracts/http/conversations.ts CONVERSATION_ID_PATTERN). */
 const MAX_ID_LENGTH = 128;
 
+/** The opening of a history: up to and with its first user message. */
+function openingOf(messages: readonly ChatMessage[]): ChatMessage[] {
+  const firstUser = messages.findIndex((m) => m.role === 'user');
+  return messages.slice(0, firstUser < 0 ? messages.length : firstUser + 1);
+}
+
 /**
- * A stable conversation id for a history without `x-conversation-id`: the tenant and the opening of the history (up
- * to and with the first user message), so every later request of the same conversation finds it again.
+ * A stable conversation id for a history without `x-conversation-id`: the tenant and the opening of the history
+ * without its calendar dates, so every later request of the same conversation finds it again — also on another day,
+ * when the client rewrote the date in its opening (Codex CLI does after its own compaction, pi on every start).
  */
 export function derivedConversationId(dialect: string, tenantId: string, messages: readonly ChatMessage[]): string {
-  const firstUser = messages.findIndex((m) => m.role === 'user');
-  const opening = messages.slice(0, firstUser < 0 ? messages.length : firstUser + 1);
-  return `${dialect}-${digest([tenantId, opening.map(wireOf)]).slice(0, 40)}`;
+  return `${dialect}-${digest([tenantId, undated(openingOf(messages).map(wireOf))]).slice(0, 40)}`;
+}
+
+/**
+ * The id `derivedConversationId` gave the history before it set calendar dates aside (a conversation created then
+ * keeps it); null when the opening holds no date, so the id is the same.
+ */
+export function datedConversationId(
+  dialect: string,
+  tenantId: string,
+  messages: readonly ChatMessage[],
+): string | null {
+  const wire = openingOf(messages).map(wireOf);
+  const before = `${dialect}-${digest([tenantId, wire]).slice(0, 40)}`;
+  return before === derivedConversationId(dialect, tenantId, messages) ? null : before;
 }
 
 /** The branch of `conversationId` for a history whose first `upTo` messages (the last one differs) it holds. */

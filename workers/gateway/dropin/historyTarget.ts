@@ -9,7 +9,13 @@ import { storedHistoryKeys } from '../../../infra/db/historyKeys.js';
 import { MAX_LINEAGE_HOPS } from '../../../infra/db/sessions.js';
 import type { Conversations } from '../conversations.js';
 import { divergenceOf, rotate } from './clientRotation.js';
-import { branchConversationId, derivedConversationId, historyKeys, matchHistory } from './history.js';
+import {
+  branchConversationId,
+  datedConversationId,
+  derivedConversationId,
+  historyKeys,
+  matchHistory,
+} from './history.js';
 import { DropinRequestError } from './requestError.js';
 
 /** Where a request's reply goes. */
@@ -54,6 +60,8 @@ export async function findTarget(
   }
   const db = conversations.readDb;
   let conversationId = header ?? derivedConversationId(dialect, tenantId, history);
+  // A conversation created before derived ids set calendar dates aside keeps the id it was given then.
+  let dated = header === undefined ? datedConversationId(dialect, tenantId, history) : null;
   let parentSessionId: string | null = null;
   let rotated = false;
   let prefix = dialect;
@@ -61,7 +69,13 @@ export async function findTarget(
   for (let hop = 0, rekeyed = 0; hop <= MAX_LINEAGE_HOPS; hop++) {
     // The reply of this conversation's previous request may still be committing (storeReply).
     await conversations.pendingWrites.settled(tenantId, conversationId);
-    const found = await storedHistoryKeys(db, tenantId, conversationId, prefix, keys);
+    let found = await storedHistoryKeys(db, tenantId, conversationId, prefix, keys);
+    if (found.sessionId === null && dated !== null) {
+      await conversations.pendingWrites.settled(tenantId, dated);
+      const before = await storedHistoryKeys(db, tenantId, dated, prefix, keys);
+      if (before.sessionId !== null) [conversationId, found] = [dated, before];
+    }
+    dated = null;
     const { sessionId, present, stored } = found;
     const wanted = keyPrefix(dialect, found.floor);
     if (wanted !== prefix && rekeyed++ < 2) {
