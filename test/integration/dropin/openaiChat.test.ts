@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
+import { SYSTEM_NOTE } from '../../../engine/constants.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { datedConversationId, derivedConversationId } from '../../../workers/gateway/dropin/history.js';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
@@ -117,11 +118,13 @@ describe('POST /v1/chat/completions', () => {
     expect(status.json.lastPromptTokens).toBe(usage?.prompt_tokens);
   });
 
-  it('after a compaction, the provider gets the compacted transcript with the new messages', async () => {
+  it('after a compaction, the provider gets the compacted transcript with the new messages and today’s system prompt', async () => {
     const { key } = await dropin.gw.tenant({ protect_first_n: 1, protect_last_n: 2 });
     const conversationId = `conv-${randomUUID()}`;
     const client = dropin.sdk(key, { 'x-conversation-id': conversationId });
-    const history: Message[] = [{ role: 'system', content: 'You help with a garden.' }];
+    // The client writes the day into its system prompt (and rewrites it on the day after, below).
+    const system = (date: string): Message => ({ role: 'system', content: `You help with a garden.\nToday: ${date}` });
+    const history: Message[] = [system('2026-12-06')];
     for (let i = 0; i < 4; i++) {
       const details = 'The leaves turn yellow at the edges and the soil stays dry for days. '.repeat(40);
       history.push({ role: 'user', content: `Question ${i} about plant ${i}? ${details}` });
@@ -139,15 +142,23 @@ describe('POST /v1/chat/completions', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     history.push({ role: 'user', content: 'What about plant 9?' });
+    history[0] = system('2026-12-07');
     dropin.openai.enqueue(reply('Plant 9 likes shade.'));
     const after = await client.chat.completions.create({ model: 'gpt-test', messages: history });
     expect(after.choices[0]?.message.content).toBe('Plant 9 likes shade.');
     const sent = dropin.openai.chatRequests().at(-1)?.body.messages as Array<{ role: string; content: string }>;
     expect(JSON.stringify(sent)).toContain('Fix the failing tests of the project.');
+    // The compacted transcript goes with the client's system prompt of today (SPEC §8.6.1's note after it); the
+    // store keeps the first day's.
+    expect(sent[0]).toEqual({ role: 'system', content: `${system('2026-12-07').content}\n\n${SYSTEM_NOTE}` });
     expect(sent.some((m) => String(m.content).startsWith('Question 0 about plant 0?'))).toBe(false);
     expect(sent.at(-1)).toEqual({ role: 'user', content: 'What about plant 9?' });
     // Everything stays stored (archived rows included), each message once.
     const rows = await storedMessages(dropin.gw, key, conversationId);
+    expect(rows.filter((m) => m.role === 'system').map((m) => m.content)).toEqual([
+      system('2026-12-06').content,
+      `${system('2026-12-06').content}\n\n${SYSTEM_NOTE}`,
+    ]);
     expect(rows.filter((m) => String(m.content).startsWith('Question 0 about plant 0?'))).toHaveLength(1);
     expect(rows.filter((m) => m.content === 'What about plant 9?')).toHaveLength(1);
   });

@@ -126,6 +126,8 @@ describe('the pi coding agent through the drop-in Anthropic Messages endpoint', 
     // Before the compaction: pi's own requests (streamed); after it: the summary in place of turn one.
     expect(requests[0]?.body).toMatchObject({ model: MODEL, stream: true });
     expect(JSON.stringify(requests[2]?.body.messages)).toContain('Note 119:');
+    // The compacted request tells the model the date pi wrote today, not the stored one.
+    expect(JSON.stringify(requests[3]?.body.system)).toContain(`Current date: ${dateOf(2)}`);
     const compacted = JSON.stringify(requests[3]?.body.messages);
     expect(compacted).toContain('Fix the failing tests of the project.');
     expect(compacted).not.toContain('Note 119:');

@@ -10,6 +10,7 @@ import {
   historyKey,
   historyKeys,
   matchHistory,
+  withTodaysSystem,
 } from '../../../workers/gateway/dropin/history.js';
 
 const user = (content: ChatMessage['content']): ChatMessage => ({ role: 'user', content });
@@ -101,6 +102,41 @@ describe('conversation ids', () => {
     expect(branchConversationId(long, a, 2)).not.toBe(branchConversationId(long, b, 2));
     expect(branchConversationId(long, a, 1)).toBe(branchConversationId(long, b, 1));
     expect(branchConversationId(long, a, 2)).toMatch(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/);
+  });
+});
+
+describe('withTodaysSystem', () => {
+  const note = '\n\n[Note: compacted]';
+  const summary: ChatMessage = { role: 'user', content: 'SUMMARY' };
+  it('gives the compacted transcript the client’s system text of today, what a compaction added kept', () => {
+    const stored: ChatMessage = { role: 'system', content: `Be brief.\nCurrent date: 2026-12-06${note}` };
+    const today: ChatMessage = { role: 'system', content: 'Be brief.\nCurrent date: 2026-12-07' };
+    expect(withTodaysSystem([stored, summary], [today, user('q')])).toEqual([
+      { role: 'system', content: `Be brief.\nCurrent date: 2026-12-07${note}` },
+      summary,
+    ]);
+    // As text parts (Anthropic system blocks): the client's parts, then the stored ones after them.
+    const parts = (date: string): ChatMessage => ({
+      role: 'system',
+      content: [{ type: 'text', text: `Be brief. Current date: ${date}`, cache_control: { type: 'ephemeral' } }],
+    });
+    const storedParts: ChatMessage = {
+      role: 'system',
+      content: [...(parts('2026-12-06').content as []), { type: 'text', text: note }],
+    };
+    expect(withTodaysSystem([storedParts], [parts('2026-12-07')])).toEqual([
+      { role: 'system', content: [...(parts('2026-12-07').content as []), { type: 'text', text: note }] },
+    ]);
+  });
+
+  it('leaves a system message that differs in more than dates, and anything after the leading ones', () => {
+    const stored: ChatMessage = { role: 'system', content: 'Be brief. 2026-12-06' };
+    expect(withTodaysSystem([stored], [{ role: 'system', content: 'Be long. 2026-12-07' }])).toEqual([stored]);
+    const later: ChatMessage = { role: 'system', content: 'Later 2026-12-06' };
+    const transcript = [summary, later];
+    expect(withTodaysSystem(transcript, [user('q'), { role: 'system', content: 'Later 2026-12-07' }])).toEqual(
+      transcript,
+    );
   });
 });
 

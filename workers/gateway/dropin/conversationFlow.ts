@@ -17,7 +17,7 @@ import type { ConversationRow } from '../../../infra/db/schema.js';
 import type { Conversations } from '../conversations.js';
 import { isClientCompactionRequest, offersTools, textOf } from './clientCompaction.js';
 import { retellRotation } from './clientRotation.js';
-import { branchConversationId, historyKey, historyKeys } from './history.js';
+import { branchConversationId, historyKey, historyKeys, withTodaysSystem } from './history.js';
 import { findTarget, type Target } from './historyTarget.js';
 import { DropinRequestError } from './requestError.js';
 
@@ -144,7 +144,12 @@ export class DropinFlow {
     const native = { compactThreshold: decided.nativeThreshold, sessionId: decided.sessionId };
     return {
       conversationId: target.conversationId,
-      compacted: rows ? rows.map((row) => row.message) : null,
+      compacted: rows
+        ? withTodaysSystem(
+            rows.map((row) => row.message),
+            history,
+          )
+        : null,
       ...(rows ? { compactedRowIds: rows.map((row) => row.id) } : {}),
       store,
       clientCompaction,

@@ -4,7 +4,7 @@
 // (`x-conversation-id`) or one derived from the tenant and the opening of the history; a history that diverges from
 // what is stored goes to a branch conversation (derived from the history up to the first message that differs,
 // linked to the stored one by parent_session_id), and the stored one is never changed.
-import type { ChatMessage } from '../../../engine/types.js';
+import type { ChatMessage, ContentPart } from '../../../engine/types.js';
 import { digest, historyKey, undated, wireOf } from '../../../infra/db/historyKeys.js';
 
 export { historyKey };
@@ -43,6 +43,42 @@ export function datedConversationId(
   const wire = openingOf(messages).map(wireOf);
   const before = `${dialect}-${digest([tenantId, wire]).slice(0, 40)}`;
   return before === derivedConversationId(dialect, tenantId, messages) ? null : before;
+}
+
+/**
+ * A compacted transcript for the provider, each of its leading system messages with the client's text of now where
+ * that is the stored text but for its calendar dates: the stored message keeps the day the conversation began (and
+ * what a compaction added after it, SPEC §8.6.1's note), the model is told today's.
+ */
+export function withTodaysSystem(transcript: readonly ChatMessage[], history: readonly ChatMessage[]): ChatMessage[] {
+  const out = [...transcript];
+  for (let i = 0; i < out.length && out[i]?.role === 'system' && history[i]?.role === 'system'; i++) {
+    const stored = out[i] as ChatMessage;
+    const content = todaysContent(stored.content, (history[i] as ChatMessage).content);
+    if (content !== null) out[i] = { ...stored, content };
+  }
+  return out;
+}
+
+/** What a part says (its text, or its image), for comparing contents. */
+const said = (part: ContentPart) => (part.type === 'text' ? part.text : part.image_url.url);
+
+/**
+ * The stored content with its beginning as the client sent it now (a string, or text parts), when that beginning
+ * differs from today's only in calendar dates; null when it does not (or does not differ at all).
+ */
+function todaysContent(stored: ChatMessage['content'], today: ChatMessage['content']): ChatMessage['content'] | null {
+  if (typeof stored === 'string' && typeof today === 'string') {
+    const then = stored.slice(0, today.length);
+    return then !== today && undated(then) === undated(today) ? today + stored.slice(today.length) : null;
+  }
+  if (!Array.isArray(stored) || !Array.isArray(today) || today.length > stored.length) return null;
+  const then = stored.slice(0, today.length).map(said);
+  const now = today.map(said);
+  if (JSON.stringify(then) === JSON.stringify(now)) return null;
+  return JSON.stringify(undated(then)) === JSON.stringify(undated(now))
+    ? [...today, ...stored.slice(today.length)]
+    : null;
 }
 
 /** The branch of `conversationId` for a history whose first `upTo` messages (the last one differs) it holds. */
