@@ -19,6 +19,7 @@ import { ConversationClient } from '../clients/conversationClient.js';
 import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb, READ_CONNECTIONS } from '../infra/db/connect.js';
+import { KeyCache } from '../infra/db/keyCache.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import { TurnTextListener } from '../infra/db/turnText.js';
 import { chatProviderProblem } from '../infra/llm/providers.js';
@@ -121,6 +122,12 @@ const key = adminKey();
 // embedded database serves one connection, so there such a turn's text comes once stored.
 const turnText = maxConnections > 1 ? new TurnTextListener(databaseUrl) : undefined;
 if (turnText) stops.unshift(step('PostgreSQL turn text listener', () => turnText.close()));
+// Likewise the tenant keys this gateway resolved are kept while PostgreSQL notifies it of changes (keyCache.ts).
+const keys = maxConnections > 1 ? new KeyCache(databaseUrl) : undefined;
+if (keys) {
+  await keys.start();
+  stops.unshift(step('PostgreSQL key listener', () => keys.close()));
+}
 const app = await buildGateway({
   db,
   readDb,
@@ -143,6 +150,7 @@ const app = await buildGateway({
   cacheTtl: config.promptCaching.cacheTtl,
   providers: llm.providers ?? null,
   defaultModel: defaultModelFrom(config),
+  ...(keys ? { keys } : {}),
 });
 const apiUrl = await app.listen({ port: env.GATEWAY_PORT, host: '127.0.0.1' });
 stops.unshift(step('Temporal client', () => connection.close()));

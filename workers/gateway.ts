@@ -11,6 +11,7 @@ import { ConversationClient } from '../clients/conversationClient.js';
 import { env } from '../infra/config/env.js';
 import { loadConfig } from '../infra/config/loadConfig.js';
 import { createDb, READ_CONNECTIONS } from '../infra/db/connect.js';
+import { KeyCache } from '../infra/db/keyCache.js';
 import { migrateToLatest } from '../infra/db/migrate.js';
 import { TurnTextListener } from '../infra/db/turnText.js';
 import { chatProviderProblem, parseProvidersConfig } from '../infra/llm/providers.js';
@@ -37,6 +38,9 @@ const temporal = new ConversationClient(connection, { namespace: temporalAt.name
 const metrics = createMetrics({ db });
 // The text of streamed turns the worker runs reaches this process over one LISTEN connection (infra/db/turnText.ts).
 const turnText = new TurnTextListener(databaseUrl);
+// The tenant keys it resolved are kept while PostgreSQL notifies it of changes (infra/db/keyCache.ts).
+const keys = new KeyCache(databaseUrl);
+await keys.start();
 const app = await buildGateway({
   db,
   readDb,
@@ -60,12 +64,14 @@ const app = await buildGateway({
   providers,
   defaultModel: defaultModelFrom(config),
   bodyLimit: env.GATEWAY_BODY_LIMIT,
+  keys,
   logger: true,
 });
 handleShutdown([
   closeHttp(app),
   { name: 'Temporal connection', run: () => connection.close() },
   { name: 'PostgreSQL turn text listener', run: () => turnText.close() },
+  { name: 'PostgreSQL key listener', run: () => keys.close() },
   { name: 'PostgreSQL pool', run: () => db.destroy() },
   { name: 'PostgreSQL read pool', run: () => readDb.destroy() },
 ]);

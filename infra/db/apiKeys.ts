@@ -1,7 +1,8 @@
 // Tenant API keys (issue #14 §4): generated once, shown once, stored as a SHA-256 hash (the key itself has 256 random
 // bits, so a fast hash is enough: there is nothing to brute-force). Owner connection: the gateway resolves a key to its
-// tenant before any tenant-scoped transaction exists. A key is looked up on every request (no cache), so a revocation
-// holds at once on every gateway; `revoked_at` in the future is a rotation's overlap (migrations/0019).
+// tenant before any tenant-scoped transaction exists. A gateway keeps a key it resolved only while PostgreSQL notifies
+// it of every change (keyCache.ts, migrations/0025), so a revocation holds at once on every gateway; `revoked_at` in
+// the future is a rotation's overlap (migrations/0019).
 import { createHash, randomBytes } from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
 import type { KeyScope } from '../../contracts/http/admin.js';
@@ -37,6 +38,8 @@ export interface ResolvedKey {
   keyId: string;
   scope: KeyScope;
   limits: unknown;
+  /** A revocation is scheduled (a rotation's overlap): the key stops working at a time, with no notice then. */
+  expires: boolean;
 }
 
 type Executor = Pick<Kysely<Database>, 'insertInto'>;
@@ -94,11 +97,19 @@ export async function resolveApiKey(db: Kysely<Database>, key: string): Promise<
   const row = await db
     .selectFrom('api_keys as k')
     .innerJoin('tenants as t', 't.id', 'k.tenant_id')
-    .select(['k.tenant_id', 'k.id', 'k.scope', sql<unknown>`t.policy -> 'limits'`.as('limits')])
+    .select([
+      'k.tenant_id',
+      'k.id',
+      'k.scope',
+      sql<unknown>`t.policy -> 'limits'`.as('limits'),
+      sql<boolean>`k.revoked_at IS NOT NULL`.as('expires'),
+    ])
     .where('k.key_hash', '=', hashApiKey(key))
     .where(sql<boolean>`(k.revoked_at IS NULL OR k.revoked_at > now())`)
     .executeTakeFirst();
-  return row ? { tenantId: row.tenant_id, keyId: row.id, scope: row.scope, limits: row.limits ?? null } : null;
+  return row
+    ? { tenantId: row.tenant_id, keyId: row.id, scope: row.scope, limits: row.limits ?? null, expires: row.expires }
+    : null;
 }
 
 /** A tenant's keys, oldest first (revoked ones included, so an operator sees what was revoked when). */

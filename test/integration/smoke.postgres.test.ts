@@ -68,6 +68,7 @@ describe('migrations', () => {
       '0022_context_engine',
       '0023_search_cheap_plans',
       '0024_generated_plpgsql',
+      '0025_key_notifications',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -108,6 +109,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0025_key_notifications', 'Success'],
       ['0024_generated_plpgsql', 'Success'],
       ['0023_search_cheap_plans', 'Success'],
       ['0022_context_engine', 'Success'],
@@ -144,6 +146,7 @@ describe('0010 down and up again', () => {
       '0022_context_engine',
       '0023_search_cheap_plans',
       '0024_generated_plpgsql',
+      '0025_key_notifications',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -182,6 +185,7 @@ describe('0014 on conversations stored before it', () => {
       '0022_context_engine',
       '0023_search_cheap_plans',
       '0024_generated_plpgsql',
+      '0025_key_notifications',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

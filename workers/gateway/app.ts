@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { CacheTtl } from '../../engine/index.js';
 import { NO_LIMITS, type RequestLimits } from '../../infra/config/requestLimits.js';
+import type { KeyCache } from '../../infra/db/keyCache.js';
 import type { Database } from '../../infra/db/schema.js';
 import type { ProvidersConfig } from '../../infra/llm/providers.js';
 import type { Metrics } from '../../infra/metrics/registry.js';
@@ -60,6 +61,8 @@ export interface GatewayDeps {
   defaultModel: { model: string; provider: string | null; contextLength: number | null };
   /** Where the providers' API keys are read (default: process.env). */
   env?: Readonly<Record<string, string | undefined>>;
+  /** The tenant keys this gateway keeps while PostgreSQL notifies it of changes; absent: looked up every time. */
+  keys?: KeyCache;
   /** Largest accepted request body in bytes (default 1 MiB). */
   bodyLimit?: number;
   /** Time to receive a whole request, headers and body (default 30 s). */
@@ -126,7 +129,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   const limiter = new RequestLimiter({ onRefused: (limit) => deps.metrics.limitRefusals.inc({ limit }) });
   const tenantDeps = { ...deps, requestLimits: { limiter, defaults: deps.limits ?? NO_LIMITS } };
   await app.register(
-    erasureRoutes({ db: deps.db, adminKeys: adminKeysOf(deps), temporal: deps.conversations.temporal.client }),
+    erasureRoutes({
+      db: deps.db,
+      adminKeys: adminKeysOf(deps),
+      temporal: deps.conversations.temporal.client,
+      ...(deps.keys ? { keys: deps.keys } : {}),
+    }),
   );
   await app.register(conversationRoutes(tenantDeps));
   await app.register(historyRoutes({ ...tenantDeps, pendingWrites: deps.conversations.pendingWrites }));

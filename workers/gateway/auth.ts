@@ -1,12 +1,14 @@
-// Bearer authentication (or `x-api-key`): a tenant key (stored hashed, looked up on every request: a revoked key is
-// refused at once) scopes every request to its tenant, and a `read` key to the routes that store nothing (issue #14
-// §4); the request is then admitted under the tenant's request limits (§5, limiter.ts). The admin key — or, while it
-// is being rotated, the previous one — may create tenants, keys and policies.
+// Bearer authentication (or `x-api-key`): a tenant key (stored hashed, looked up in PostgreSQL or kept while
+// PostgreSQL notifies this process of every change, infra/db/keyCache.ts: a revoked key is refused at once) scopes
+// every request to its tenant, and a `read` key to the routes that store nothing (issue #14 §4); the request is then
+// admitted under the tenant's request limits (§5, limiter.ts). The admin key — or, while it is being rotated, the
+// previous one — may create tenants, keys and policies.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { KeyScope } from '../../contracts/http/admin.js';
 import { type RequestLimits, resolveLimits } from '../../infra/config/requestLimits.js';
 import { type ResolvedKey, resolveApiKey } from '../../infra/db/apiKeys.js';
+import type { KeyCache } from '../../infra/db/keyCache.js';
 import type { Database } from '../../infra/db/schema.js';
 import { HttpError } from './errors.js';
 import type { RequestLimiter } from './limiter.js';
@@ -49,10 +51,11 @@ function allowed(scope: KeyScope, request: FastifyRequest): boolean {
   return scope === 'full' || request.method === 'GET' || request.routeOptions.config.readOnly === true;
 }
 
-/** Resolves the request's key (401 unless valid now; 403 when its scope does not cover the route). */
-export function tenantAuth(db: Kysely<Database>) {
+/** Resolves the request's key (from `keys` while it is exact: infra/db/keyCache.ts; 401 unless valid now; 403 when its scope does not cover the route). */
+export function tenantAuth(db: Kysely<Database>, keys?: KeyCache) {
   return async (request: FastifyRequest): Promise<ResolvedKey> => {
-    const key = await resolveApiKey(db, bearer(request));
+    const given = bearer(request);
+    const key = keys ? await keys.resolve(db, given) : await resolveApiKey(db, given);
     if (!key) throw new HttpError(401, 'invalid API key');
     if (!allowed(key.scope, request)) {
       throw new HttpError(
@@ -73,6 +76,8 @@ export interface TenantGate {
   after?: PendingWrites;
   /** Absent: no limits (a gateway built without them, e.g. in a unit test). */
   limits?: { limiter: RequestLimiter; defaults: RequestLimits };
+  /** The keys this gateway keeps (infra/db/keyCache.ts); absent: every key is looked up. */
+  keys?: KeyCache;
 }
 
 /** What a tenant route group is given: its pools and the gateway's request limits (app.ts). */
@@ -80,6 +85,7 @@ export interface TenantRouteGate {
   db: Kysely<Database>;
   readDb?: Kysely<Database>;
   requestLimits?: TenantGate['limits'];
+  keys?: KeyCache;
 }
 
 /** The gate of a tenant route group: keys read from the read pool, the gateway's limits, `after` when given. */
@@ -88,6 +94,7 @@ export function tenantGate(deps: TenantRouteGate, after?: PendingWrites): Tenant
     db: deps.readDb ?? deps.db,
     ...(after ? { after } : {}),
     ...(deps.requestLimits ? { limits: deps.requestLimits } : {}),
+    ...(deps.keys ? { keys: deps.keys } : {}),
   };
 }
 
@@ -101,7 +108,7 @@ export function tenantGate(deps: TenantRouteGate, after?: PendingWrites): Tenant
 export function requireTenant(app: FastifyInstance, gate: TenantGate): void {
   app.decorateRequest('tenantId', '');
   app.decorateRequest('keyId', '');
-  const auth = tenantAuth(gate.db);
+  const auth = tenantAuth(gate.db, gate.keys);
   const { after, limits } = gate;
   app.addHook('preHandler', async (request, reply) => {
     const key = await auth(request);
@@ -118,6 +125,19 @@ export function requireTenant(app: FastifyInstance, gate: TenantGate): void {
     await (typeof conversationId === 'string'
       ? after.settled(request.tenantId, conversationId)
       : after.settledTenant(request.tenantId));
+  });
+}
+
+/**
+ * The admin routes that change keys, policies or tenants make this gateway forget the keys it keeps before they
+ * answer (`keys`: infra/db/keyCache.ts), so that the change holds here at once; other gateways hear of it from
+ * PostgreSQL (migrations/0025). Every write forgets every key: such writes are rare.
+ */
+export function forgetKeysOnWrite(app: FastifyInstance, keys: KeyCache | undefined): void {
+  if (!keys) return;
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (request.method !== 'GET') keys.forgetTenant(null);
+    return payload;
   });
 }
 

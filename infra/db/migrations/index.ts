@@ -24,6 +24,7 @@ import * as m0021 from './0021_event_feed.js';
 import * as m0022 from './0022_context_engine.js';
 import * as m0023 from './0023_search_cheap_plans.js';
 import * as m0024 from './0024_generated_plpgsql.js';
+import * as m0025 from './0025_key_notifications.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -50,6 +51,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0022_context_engine': m0022,
   '0023_search_cheap_plans': m0023,
   '0024_generated_plpgsql': m0024,
+  '0025_key_notifications': m0025,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,10 +1,13 @@
 // Tenant keys and the admin key (issue #14 §4), on the real gateway: listing never shows a key; a read key uses the
 // routes that store nothing and gets 403 naming its scope elsewhere; a revoked key is refused at once on every route
-// (the key is looked up on every request: no cache); a rotation keeps the old key for the overlap asked for; the
+// (the gateway keeps a key only while PostgreSQL notifies it of changes, infra/db/keyCache.ts: a change made
+// elsewhere reaches it, and without its listening connection it keeps nothing); a rotation keeps the old key for the overlap asked for; the
 // previous admin key works beside the new one while the admin key is rotated.
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../../infra/db/apiKeys.js';
+import { KEY_LISTENER_NAME } from '../../../infra/db/keyCache.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { keyed } from '../workflows/transcript.js';
 
@@ -167,6 +170,74 @@ describe('revocation', () => {
     // Brought forward to now (no body: at once).
     expect((await admin('POST', `/v1/tenants/${id}/keys/${first.id}/revoke`)).status).toBe(200);
     expect((await gw.call('GET', '/v1/compactions', key)).status).toBe(401);
+  });
+});
+
+describe('the keys a gateway keeps (infra/db/keyCache.ts)', () => {
+  const status = (key: string, conversationId: string) =>
+    gw.call('GET', `/v1/conversations/${conversationId}/status`, key).then((answer) => answer.status);
+  /** Revokes every key of the tenant as another gateway (or an operator in psql) would: straight in PostgreSQL. */
+  const revokeElsewhere = (tenantId: string) =>
+    gw.testDb.db.updateTable('api_keys').set({ revoked_at: new Date() }).where('tenant_id', '=', tenantId).execute();
+  const until = async (done: () => Promise<boolean> | boolean, what: string) => {
+    for (let i = 0; i < 100; i++) {
+      if (await done()) return;
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    throw new Error(`not within 3 s: ${what}`);
+  };
+
+  it('keeps a resolved key; a revocation made elsewhere reaches it through PostgreSQL’s notification', async () => {
+    const { id, key, conversationId } = await seeded();
+    expect(gw.keys.live).toBe(true);
+    expect(await status(key, conversationId)).toBe(200);
+    const { hits, lookups } = gw.keys;
+    expect(await status(key, conversationId)).toBe(200);
+    expect(gw.keys.hits).toBe(hits + 1);
+    expect(gw.keys.lookups).toBe(lookups);
+    // A change of the tenant (its policy's limits travel with the key) made elsewhere is heard too.
+    await gw.testDb.db.updateTable('tenants').set({ name: 'renamed elsewhere' }).where('id', '=', id).execute();
+    await until(async () => {
+      const before = gw.keys.lookups;
+      return (await status(key, conversationId)) === 200 && gw.keys.lookups > before;
+    }, 'the tenant’s change heard');
+    await revokeElsewhere(id);
+    // The key is kept for 10 s: only the notification makes it fail sooner.
+    await until(async () => (await status(key, conversationId)) === 401, 'the revoked key refused');
+  });
+
+  it('a lookup in flight when a change arrives is not kept; a key that expires later is never kept', async () => {
+    const { id, key } = await seeded();
+    gw.keys.forgetTenant(id); // kept since seeded()'s requests
+    const resolving = gw.keys.resolve(gw.testDb.db, key);
+    gw.keys.forgetTenant(id);
+    expect(await resolving).toMatchObject({ tenantId: id, expires: false });
+    const { lookups } = gw.keys;
+    await gw.keys.resolve(gw.testDb.db, key);
+    expect(gw.keys.lookups).toBe(lookups + 1);
+    // Revoked an hour from now (a rotation's overlap): looked up on every request, so it stops working on time.
+    const [first] = (await admin('GET', `/v1/tenants/${id}/keys`)).json.keys;
+    await admin('POST', `/v1/tenants/${id}/keys/${first.id}/revoke`, { afterSeconds: 3600 });
+    for (let i = 0; i < 2; i++) expect(await gw.keys.resolve(gw.testDb.db, key)).toMatchObject({ expires: true });
+    expect(gw.keys.lookups).toBe(lookups + 3);
+  });
+
+  it('without its listening connection it keeps nothing, and listens again', async () => {
+    const { id, key, conversationId } = await seeded();
+    expect(await status(key, conversationId)).toBe(200);
+    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+               WHERE application_name = ${KEY_LISTENER_NAME} AND datname = current_database()`.execute(gw.testDb.db);
+    await until(() => !gw.keys.live, 'the listener lost');
+    // No notification can reach it now: the revocation holds at the very next request.
+    await revokeElsewhere(id);
+    expect(await status(key, conversationId)).toBe(401);
+    await until(() => gw.keys.live, 'listening again');
+    const other = await gw.tenant();
+    const created = await gw.call('POST', '/v1/conversations', other.key, { conversationId: `c-${randomUUID()}` });
+    expect(created.status).toBe(201);
+    const { hits } = gw.keys;
+    expect((await gw.call('GET', '/v1/compactions', other.key)).status).toBe(200);
+    expect(gw.keys.hits).toBe(hits + 1);
   });
 });
 

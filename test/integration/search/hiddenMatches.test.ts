@@ -129,11 +129,16 @@ describe('0023 down and up again', () => {
     const down = await migrator.migrateTo('0022_context_engine');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual([
+      ['0025_key_notifications', 'Down', 'Success'],
       ['0024_generated_plpgsql', 'Down', 'Success'],
       ['0023_search_cheap_plans', 'Down', 'Success'],
     ]);
     expect(await answers()).toEqual(before);
-    expect((await migrateToLatest(testDb.db)).applied).toEqual(['0023_search_cheap_plans', '0024_generated_plpgsql']);
+    expect((await migrateToLatest(testDb.db)).applied).toEqual([
+      '0023_search_cheap_plans',
+      '0024_generated_plpgsql',
+      '0025_key_notifications',
+    ]);
     expect(await answers()).toEqual(before);
   });
 });

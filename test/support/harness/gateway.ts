@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { inject } from 'vitest';
 import type { Summarizer } from '../../../engine/index.js';
+import { KeyCache } from '../../../infra/db/keyCache.js';
 import { TurnTextListener } from '../../../infra/db/turnText.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
 import { buildGateway, type GatewayDeps } from '../../../workers/gateway/app.js';
@@ -24,6 +25,8 @@ export interface GatewayHarness {
   app: FastifyInstance;
   testDb: TestDatabase;
   stack: TestStack;
+  /** The tenant keys the gateway keeps (infra/db/keyCache.ts). */
+  keys: KeyCache;
   /** Creates a tenant (optionally with a policy) and returns one of its API keys. */
   tenant(policy?: Record<string, unknown>): Promise<{ id: string; key: string }>;
   /** One HTTP request: a JSON body (or raw text), the key as bearer, extra headers. */
@@ -80,6 +83,9 @@ export async function startGatewayHarness(
   const metrics = createMetrics({ db: testDb.db, defaultMetrics: false });
   // As in production (workers/gateway.ts): streamed turns the worker runs are heard over LISTEN/NOTIFY.
   const turnText = new TurnTextListener(testDb.url);
+  // As in production: the tenant keys resolved are kept while PostgreSQL notifies of changes (infra/db/keyCache.ts).
+  const keys = new KeyCache(testDb.url);
+  await keys.start();
   // Webhook receivers in tests listen on loopback (infra/http/webhookDestination.ts refuses it by default).
   const allowPrivate = options.gateway?.webhooksAllowPrivate ?? true;
   const stack = await createTestStack({
@@ -102,6 +108,7 @@ export async function startGatewayHarness(
     defaultModel: { model: 'acme-chat', provider: null, contextLength: 200_000 },
     ...(options.bodyLimit ? { bodyLimit: options.bodyLimit } : {}),
     ...(options.requestTimeoutMs ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    keys,
     ...options.gateway,
     webhooksAllowPrivate: allowPrivate,
   });
@@ -112,6 +119,7 @@ export async function startGatewayHarness(
     app,
     testDb,
     stack,
+    keys,
     async tenant(policy) {
       const id = `t-${randomUUID().slice(0, 8)}`;
       const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' };
@@ -140,6 +148,7 @@ export async function startGatewayHarness(
     async close() {
       await app.close();
       await turnText.close();
+      await keys.close();
       await stack.close();
       await testDb.drop();
     },

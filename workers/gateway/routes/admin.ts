@@ -27,9 +27,10 @@ import {
   rotateApiKey,
   type ListedKey as StoredKey,
 } from '../../../infra/db/apiKeys.js';
+import type { KeyCache } from '../../../infra/db/keyCache.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { ensureTenant, getTenant, getTenantPolicy, setTenantPolicy } from '../../../infra/db/tenants.js';
-import { adminAuth, adminKeysOf } from '../auth.js';
+import { adminAuth, adminKeysOf, forgetKeysOnWrite } from '../auth.js';
 import { HttpError, notFound } from '../errors.js';
 
 /** Every admin route: a bad body, no or a wrong admin key, an outage, a fault. */
@@ -40,6 +41,8 @@ export interface AdminRouteDeps {
   adminKey: string | null;
   /** The admin key being rotated out: valid beside `adminKey` until it is unset. */
   previousAdminKey?: string | null;
+  /** The tenant keys this gateway keeps: forgotten by every change made here (auth.ts forgetKeysOnWrite). */
+  keys?: KeyCache;
 }
 
 /** A POST without a body (`curl -X POST …/revoke`) means the defaults: validated as `{}`. */
@@ -59,6 +62,7 @@ export function adminRoutes(deps: AdminRouteDeps): FastifyPluginAsyncTypebox {
     if (!(await getTenant(deps.db, tenantId))) throw notFound(`unknown tenant '${tenantId}'`);
   };
   return async (app) => {
+    forgetKeysOnWrite(app, deps.keys);
     app.addHook('preHandler', adminAuth(adminKeys));
 
     app.post(

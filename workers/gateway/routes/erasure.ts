@@ -16,8 +16,9 @@ import {
 } from '../../../contracts/http/erasure.js';
 import { DEFAULT_PAGE_LIMIT } from '../../../contracts/http/history.js';
 import { listErasures } from '../../../infra/db/erasure.js';
+import type { KeyCache } from '../../../infra/db/keyCache.js';
 import type { Database } from '../../../infra/db/schema.js';
-import { adminAuth } from '../auth.js';
+import { adminAuth, forgetKeysOnWrite } from '../auth.js';
 import { erase, erasureOf } from '../erasure.js';
 import { HttpError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../pageCursor.js';
@@ -34,8 +35,11 @@ export function erasureRoutes(deps: {
   /** The admin keys (the current one, and the previous one while rotating): auth.ts adminKeysOf. */
   adminKeys: readonly string[];
   temporal: Client;
+  /** The tenant keys this gateway keeps: an erasure forgets them (auth.ts forgetKeysOnWrite). */
+  keys?: KeyCache;
 }): FastifyPluginAsyncTypebox {
   return async (app) => {
+    forgetKeysOnWrite(app, deps.keys);
     const closing = new AbortController();
     app.addHook('onClose', async () => closing.abort());
     const erasure = {
