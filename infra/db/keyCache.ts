@@ -42,7 +42,7 @@ export class KeyCache {
   private readonly maxEntries: number;
   private readonly reconnectMs: number;
   private readonly now: () => number;
-  /** Requests answered from the cache, and keys looked up (for /metrics and the tests). */
+  /** Requests answered from the cache, and keys looked up in PostgreSQL (counted for the tests). */
   hits = 0;
   lookups = 0;
 
