@@ -8,7 +8,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { SYSTEM_NOTE } from '../../../engine/constants.js';
 import type { ChatMessage } from '../../../engine/types.js';
-import { datedConversationId, derivedConversationId } from '../../../workers/gateway/dropin/history.js';
+import { derivedConversationId, derivedConversationIds } from '../../../workers/gateway/dropin/history.js';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
 import { capitalQuestion, openAIDropinForFile, ROUTED_CLAUDE, storedMessages } from './dropinFixtures.js';
 
@@ -244,7 +244,7 @@ describe('POST /v1/chat/completions', () => {
     // A conversation created before derived ids set dates aside (its id: the opening's digest with the date) is
     // found again under that id.
     const spain: Message[] = [system('2026-11-30'), { role: 'user', content: `Capital of Spain? ${randomUUID()}` }];
-    const before = datedConversationId('oa', tenantId, spain as ChatMessage[]) as string;
+    const before = derivedConversationIds('oa', tenantId, spain as ChatMessage[]).dated as string;
     expect(before).not.toBe(derivedConversationId('oa', tenantId, spain as ChatMessage[]));
     dropin.openai.enqueue(reply('Madrid.'));
     await dropin

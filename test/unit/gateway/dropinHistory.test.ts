@@ -5,8 +5,8 @@ import type { ChatMessage } from '../../../engine/types.js';
 import { digest, wireOf } from '../../../infra/db/historyKeys.js';
 import {
   branchConversationId,
-  datedConversationId,
   derivedConversationId,
+  derivedConversationIds,
   historyKey,
   historyKeys,
   matchHistory,
@@ -87,11 +87,11 @@ describe('conversation ids', () => {
     expect(derivedConversationId('or', 't1', moved)).not.toBe(today);
     // The id a conversation got before dates were set aside: the opening's digest as it came.
     const before = `or-${digest(['t1', opening('2026-12-06').map(wireOf)]).slice(0, 40)}`;
-    expect(datedConversationId('or', 't1', opening('2026-12-06'))).toBe(before);
+    expect(derivedConversationIds('or', 't1', opening('2026-12-06')).dated).toBe(before);
     expect(before).not.toBe(today);
     // An opening without a date had the same id then.
     const plain = [user('hello')];
-    expect(datedConversationId('or', 't1', plain)).toBeNull();
+    expect(derivedConversationIds('or', 't1', plain).dated).toBeNull();
     expect(derivedConversationId('or', 't1', plain)).toBe(`or-${digest(['t1', plain.map(wireOf)]).slice(0, 40)}`);
   });
 

@@ -23,26 +23,27 @@ function openingOf(messages: readonly ChatMessage[]): ChatMessage[] {
 }
 
 /**
- * A stable conversation id for a history without `x-conversation-id`: the tenant and the opening of the history
- * without its calendar dates, so every later request of the same conversation finds it again — also on another day,
- * when the client rewrote the date in its opening (Codex CLI does after its own compaction, pi on every start).
+ * A stable conversation id for a history without `x-conversation-id` (`id`): the tenant and the opening of the
+ * history without its calendar dates, so every later request of the same conversation finds it again — also on
+ * another day, when the client rewrote the date in its opening (Codex CLI does after its own compaction, pi on every
+ * start). `dated`: the id the opening got before dates were set aside (a conversation created then keeps it), null
+ * when the opening holds no date, so the id is the same.
  */
-export function derivedConversationId(dialect: string, tenantId: string, messages: readonly ChatMessage[]): string {
-  return `${dialect}-${digest([tenantId, undated(openingOf(messages).map(wireOf))]).slice(0, 40)}`;
-}
-
-/**
- * The id `derivedConversationId` gave the history before it set calendar dates aside (a conversation created then
- * keeps it); null when the opening holds no date, so the id is the same.
- */
-export function datedConversationId(
+export function derivedConversationIds(
   dialect: string,
   tenantId: string,
   messages: readonly ChatMessage[],
-): string | null {
+): { id: string; dated: string | null } {
   const wire = openingOf(messages).map(wireOf);
-  const before = `${dialect}-${digest([tenantId, wire]).slice(0, 40)}`;
-  return before === derivedConversationId(dialect, tenantId, messages) ? null : before;
+  const plain = undated(wire);
+  const idOf = (opening: unknown) => `${dialect}-${digest([tenantId, opening]).slice(0, 40)}`;
+  const id = idOf(plain);
+  return { id, dated: JSON.stringify(plain) === JSON.stringify(wire) ? null : idOf(wire) };
+}
+
+/** The id of a history without `x-conversation-id` (derivedConversationIds). */
+export function derivedConversationId(dialect: string, tenantId: string, messages: readonly ChatMessage[]): string {
+  return derivedConversationIds(dialect, tenantId, messages).id;
 }
 
 /**

@@ -9,13 +9,7 @@ import { storedHistoryKeys } from '../../../infra/db/historyKeys.js';
 import { MAX_LINEAGE_HOPS } from '../../../infra/db/sessions.js';
 import type { Conversations } from '../conversations.js';
 import { divergenceOf, rotate } from './clientRotation.js';
-import {
-  branchConversationId,
-  datedConversationId,
-  derivedConversationId,
-  historyKeys,
-  matchHistory,
-} from './history.js';
+import { branchConversationId, derivedConversationIds, historyKeys, matchHistory } from './history.js';
 import { DropinRequestError } from './requestError.js';
 
 /** Where a request's reply goes. */
@@ -59,9 +53,10 @@ export async function findTarget(
     );
   }
   const db = conversations.readDb;
-  let conversationId = header ?? derivedConversationId(dialect, tenantId, history);
-  // A conversation created before derived ids set calendar dates aside keeps the id it was given then.
-  let dated = header === undefined ? datedConversationId(dialect, tenantId, history) : null;
+  // `dated`: a conversation created before derived ids set calendar dates aside keeps the id it was given then.
+  const named = header === undefined ? derivedConversationIds(dialect, tenantId, history) : { id: header, dated: null };
+  let conversationId = named.id;
+  let dated = named.dated;
   let parentSessionId: string | null = null;
   let rotated = false;
   let prefix = dialect;
