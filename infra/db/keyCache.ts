@@ -28,6 +28,8 @@ export interface KeyCacheOptions {
   maxEntries?: number;
   /** Wait before listening again after the connection was lost (default 1 s). */
   reconnectMs?: number;
+  /** The channel it listens on (default KEYS_CHANNEL, where migrations/0025 notifies). */
+  channel?: string;
   now?: () => number;
 }
 
@@ -41,6 +43,7 @@ export class KeyCache {
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly reconnectMs: number;
+  private readonly channel: string;
   private readonly now: () => number;
   /** Requests answered from the cache, and keys looked up in PostgreSQL (counted for the tests). */
   hits = 0;
@@ -53,6 +56,7 @@ export class KeyCache {
     this.ttlMs = options.ttlMs ?? 10_000;
     this.maxEntries = options.maxEntries ?? 10_000;
     this.reconnectMs = options.reconnectMs ?? 1_000;
+    this.channel = options.channel ?? KEYS_CHANNEL;
     this.now = options.now ?? (() => performance.now());
   }
 
@@ -81,11 +85,11 @@ export class KeyCache {
     client.on('error', lost);
     client.on('end', lost);
     client.on('notification', (message) => {
-      if (message.channel === KEYS_CHANNEL) this.forgetTenant(message.payload ?? null);
+      if (message.channel === this.channel) this.forgetTenant(message.payload ?? null);
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${KEYS_CHANNEL}`);
+      await client.query(`LISTEN ${client.escapeIdentifier(this.channel)}`);
     } catch {
       lost();
       return;

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../../infra/db/apiKeys.js';
-import { KEY_LISTENER_NAME } from '../../../infra/db/keyCache.js';
+import { KEY_LISTENER_NAME, KeyCache } from '../../../infra/db/keyCache.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { keyed } from '../workflows/transcript.js';
 
@@ -204,6 +204,34 @@ describe('the keys a gateway keeps (infra/db/keyCache.ts)', () => {
     await revokeElsewhere(id);
     // The key is kept for 10 s: only the notification makes it fail sooner.
     await until(async () => (await status(key, conversationId)) === 401, 'the revoked key refused');
+  });
+
+  it('the gateway that revokes forgets the key before it answers, not when the notice comes', async () => {
+    const { id, key, conversationId } = await seeded();
+    // A gateway whose cache hears no notices (it listens elsewhere): only its own forgetting can refuse the key.
+    const deaf = new KeyCache(gw.testDb.url, { channel: 'dc_keys_never_notified' });
+    await deaf.start();
+    const adminKey = `admin-${randomUUID()}`;
+    const app = await gw.another({ keys: deaf, adminKey });
+    try {
+      const read = () =>
+        app.inject({ url: `/v1/conversations/${conversationId}/status`, headers: { authorization: `Bearer ${key}` } });
+      expect((await read()).statusCode).toBe(200);
+      expect((await read()).statusCode).toBe(200);
+      expect(deaf.hits).toBe(1);
+      const [first] = (await admin('GET', `/v1/tenants/${id}/keys`)).json.keys;
+      const revoked = await app.inject({
+        method: 'POST',
+        url: `/v1/tenants/${id}/keys/${first.id}/revoke`,
+        headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+        payload: '{}',
+      });
+      expect(revoked.statusCode).toBe(200);
+      expect((await read()).statusCode).toBe(401);
+    } finally {
+      await app.close();
+      await deaf.close();
+    }
   });
 
   it('a lookup in flight when a change arrives is not kept; a key that expires later is never kept', async () => {
