@@ -4,8 +4,13 @@
 import { type Static, Type } from 'typebox';
 import { openObject } from './common.js';
 
+// A system turn inside `messages` (the SDK's SystemMessageParam; Claude Code sends them with recent models) is a
+// message like the others.
 const RequestMessage = Type.Object(
-  { role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]), content: Type.Unknown() },
+  {
+    role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
+    content: Type.Unknown(),
+  },
   { additionalProperties: true, required: ['role', 'content'] },
 );
 

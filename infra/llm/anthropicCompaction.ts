@@ -17,7 +17,11 @@ import type { AnthropicCompactionBlock, SummaryUsage } from '../../contracts/com
 import { resolveModelAlias } from '../../engine/modelRegistry.js';
 import type { ReplayOrigin } from '../../engine/nativeCompaction.js';
 import type { ChatMessage } from '../../engine/types.js';
-import { type AnthropicRequestMessages, toAnthropicRequest } from './anthropicMessages.js';
+import {
+  type AnthropicRequestMessages,
+  type AnthropicRequestOptions,
+  toAnthropicRequest,
+} from './anthropicMessages.js';
 import { type AnthropicProviderClient, createProviderClient } from './clients.js';
 import { classifyProviderError, type LlmCallSite } from './errors.js';
 import type { ProviderConfig } from './providers.js';
@@ -62,8 +66,9 @@ function blockParam(block: AnthropicCompactionBlock): Record<string, unknown> {
 export function toAnthropicRequestWithBlock(
   messages: readonly ChatMessage[],
   leading: LeadingCompaction,
+  options: AnthropicRequestOptions = {},
 ): AnthropicRequestMessages {
-  const request = toAnthropicRequest(messages);
+  const request = toAnthropicRequest(messages, options);
   const content: unknown[] = [blockParam(leading.block)];
   if (leading.after !== '') content.push({ type: 'text', text: leading.after });
   const [first, ...rest] = request.messages;

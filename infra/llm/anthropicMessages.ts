@@ -11,7 +11,9 @@
 // difference:
 //   1. extra runtime properties and `image_url.detail` are not sent;
 //   2. all system messages become one, first (exact for a single leading system message); their image parts are
-//      dropped (Anthropic's system prompt is text only);
+//      dropped (Anthropic's system prompt is text only). With `systemInPlace` (a client that sends system turns
+//      inside `messages`, as Claude Code does with recent models) only the leading ones do; each later one stays a
+//      `role: "system"` message where it stands (text only as well), with the fields it came with (SYSTEM_TURN_FIELDS);
 //   3. a tool row comes back with `name` = the function name of its call (tool_result has no name field);
 //   4. an assistant message with tool calls: `''` content comes back `null`, and content that is a single
 //      unmarked text part comes back as its string;
@@ -20,7 +22,8 @@
 //   6. `null` content of user rows and of assistant rows without tool calls comes back `''` (Anthropic content is
 //      never null), and a top-level cache_control on a message with no block to carry it is dropped.
 //
-// Read in the other direction, a `compaction` block (the compaction beta's summary, which a client that compacts on
+// Read in the other direction, a `role: "system"` message inside `messages` is a system message where it stands, and a
+// `compaction` block (the compaction beta's summary, which a client that compacts on
 // its own sends back first) is its readable content, a text part; its signature and encrypted state stay with the
 // client, which sends them again with every request.
 //
@@ -136,13 +139,44 @@ function systemParam(systems: readonly ChatMessage[]): string | TextBlock[] | un
   return blocks.length > 0 ? blocks : undefined;
 }
 
+/** How `toAnthropicRequest` writes system messages (rule 2). */
+export interface AnthropicRequestOptions {
+  /** Only the leading system messages become `system`; each later one stays a system message where it stands. */
+  systemInPlace?: boolean;
+}
+
+/**
+ * The runtime property (SPEC §1.2: stored in `extra`, never sent to another dialect) that keeps a system turn's own
+ * fields besides `role` and `content`, e.g. Claude Code's per-turn `output_config`.
+ */
+export const SYSTEM_TURN_FIELDS = 'anthropic_turn_fields';
+
+/** A system message that stays inside `messages` (`systemInPlace`): its text, and its own fields as it came. */
+function inPlaceSystem(message: ChatMessage): Anthropic.MessageParam {
+  const content = typeof message.content === 'string' ? message.content : systemBlocks([message]);
+  const fields = (message as ChatMessage & { [SYSTEM_TURN_FIELDS]?: unknown })[SYSTEM_TURN_FIELDS];
+  const own = typeof fields === 'object' && fields !== null && !Array.isArray(fields) ? fields : {};
+  return { ...own, role: 'system', content };
+}
+
 /** The request's `system` and `messages` for a ChatMessage list. Never mutates its input. */
-export function toAnthropicRequest(messages: readonly ChatMessage[]): AnthropicRequestMessages {
-  const systems = messages.filter((m) => m.role === 'system');
+export function toAnthropicRequest(
+  messages: readonly ChatMessage[],
+  options: AnthropicRequestOptions = {},
+): AnthropicRequestMessages {
+  const leading = messages.findIndex((m) => m.role !== 'system');
+  const hoisted = (i: number) => !options.systemInPlace || leading === -1 || i < leading;
+  const systems = messages.filter((m, i) => m.role === 'system' && hoisted(i));
   const out: Anthropic.MessageParam[] = [];
   let pendingResults: ToolResultBlock[] | null = null;
-  for (const message of messages) {
-    if (message.role === 'system') continue;
+  for (const [i, message] of messages.entries()) {
+    if (message.role === 'system') {
+      if (!hoisted(i)) {
+        pendingResults = null;
+        out.push(inPlaceSystem(message));
+      }
+      continue;
+    }
     if (message.role === 'tool') {
       if (!pendingResults) {
         pendingResults = [];
@@ -272,6 +306,13 @@ function systemFromParam(system: string | readonly TextBlock[]): ChatMessage {
   return { role: 'system', content: blocksToParts(system as unknown as AnyBlock[]) };
 }
 
+/** A system turn inside `messages`: a system message, its other fields kept beside it (SYSTEM_TURN_FIELDS). */
+function systemTurn(message: Anthropic.MessageParam): ChatMessage {
+  const { role: _role, content, ...fields } = message as unknown as Record<string, unknown>;
+  const system = systemFromParam(content as string | TextBlock[]);
+  return Object.keys(fields).length > 0 ? ({ ...system, [SYSTEM_TURN_FIELDS]: fields } as ChatMessage) : system;
+}
+
 /** The inverse of `toAnthropicRequest` (see the round-trip rules at the top of this file). */
 export function fromAnthropicRequest(request: AnthropicRequestMessages): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -279,7 +320,9 @@ export function fromAnthropicRequest(request: AnthropicRequestMessages): ChatMes
   const callNames = new Map<string, string>();
   for (const message of request.messages) {
     const content = message.content as string | AnyBlock[];
-    if (message.role === 'assistant') {
+    if (message.role === 'system') {
+      out.push(systemTurn(message));
+    } else if (message.role === 'assistant') {
       const assistant = assistantFromBlocks(content);
       for (const call of assistant.tool_calls ?? []) callNames.set(call.id, call.function.name);
       out.push(assistant);

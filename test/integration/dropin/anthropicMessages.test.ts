@@ -210,6 +210,12 @@ describe('POST /v1/messages', () => {
     expect(noMessages).toBeInstanceOf(Anthropic.BadRequestError);
     expect(noMessages.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
     expect(noMessages.error.error.message).toMatch(/messages/);
+    // A turn of a role Anthropic has none of is refused, naming it (a system turn is one: claudeCode.test.ts).
+    const badRole = await client.messages
+      .create({ model: MODEL, max_tokens: 10, messages: [{ role: 'developer', content: 'x' }] as never })
+      .catch((e) => e);
+    expect(badRole).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(badRole.error.error.message).toMatch(/messages\[0\]\.role/);
     const wrongKey = await sdk('nope')
       .messages.create({ model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })
       .catch((e) => e);

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureCodex } from '../../support/clients/codex.js';
 import { type CliRun, DAY_AFTER_TZ, DAY_BEFORE_TZ, runCli } from '../../support/clients/runCli.js';
 import { reply } from '../../support/fakes/script.js';
-import { openAIDropinForFile, storedMessages } from './dropinFixtures.js';
+import { onlyConversation, openAIDropinForFile, storedMessages, untilCompacted } from './dropinFixtures.js';
 
 const dropin = openAIDropinForFile();
 let codex: string;
@@ -86,18 +86,8 @@ describe('the Codex CLI through the drop-in Responses endpoint', () => {
     expect(second.out).toContain('The north bed gets shade.');
 
     // Codex sent no conversation id: the gateway derived one from the opening of its history, the same each time.
-    const conversations = await dropin.gw.testDb.db
-      .selectFrom('conversations')
-      .select(['id'])
-      .where('tenant_id', '=', tenantId)
-      .execute();
-    expect(conversations).toHaveLength(1);
-    const conversationId = conversations[0]?.id as string;
-    for (let i = 0; i < 100; i++) {
-      const status = await dropin.gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
-      if (status.json.compressionCount === 1 && !status.json.compacting) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const conversationId = await onlyConversation(dropin.gw, tenantId);
+    await untilCompacted(dropin.gw, key, conversationId);
 
     const third = await runCodex(home, key, ['resume', '--last', '--skip-git-repo-check', turns[2] as string]);
     expect(third.code, third.err).toBe(0);

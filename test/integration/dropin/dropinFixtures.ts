@@ -2,6 +2,9 @@
 // pointed at it, one with the fake Anthropic server behind it, and what the gateway stores of a conversation, as a
 // client reads it back.
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
@@ -81,6 +84,51 @@ export async function startAnthropicDropin(): Promise<{ anthropic: AnthropicFake
   return { anthropic, gw };
 }
 
+/** One Anthropic drop-in gateway for the test file (startAnthropicDropin): started before its tests, closed after. */
+export function anthropicDropinForFile(): { anthropic: AnthropicFake; gw: GatewayHarness } {
+  const dropin = {} as { anthropic: AnthropicFake; gw: GatewayHarness };
+  beforeAll(async () => {
+    Object.assign(dropin, await startAnthropicDropin());
+  });
+  afterAll(async () => {
+    await dropin.gw?.close();
+    await dropin.anthropic?.close();
+  });
+  return dropin;
+}
+
+/** A scratch directory for the test file's client homes (`prefix`…): made before its tests, removed after. */
+export function scratchDirForFile(prefix: string): { path: string } {
+  const dir = { path: '' };
+  beforeAll(() => {
+    dir.path = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterAll(() => {
+    if (dir.path) rmSync(dir.path, { recursive: true, force: true });
+  });
+  return dir;
+}
+
+/** The tenant's one conversation: a client that sends no id gets one derived from its history, the same each time. */
+export async function onlyConversation(gw: GatewayHarness, tenantId: string): Promise<string> {
+  const conversations = await gw.testDb.db
+    .selectFrom('conversations')
+    .select(['id'])
+    .where('tenant_id', '=', tenantId)
+    .execute();
+  expect(conversations).toHaveLength(1);
+  return conversations[0]?.id as string;
+}
+
+/** Waits (at most 10 s) until the conversation's first compaction has settled. */
+export async function untilCompacted(gw: GatewayHarness, key: string, conversationId: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const status = await gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
+    if (status.json.compressionCount === 1 && !status.json.compacting) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** Every stored message of the conversation (active and archived), as GET …/messages?archived=true lists them. */
 export async function storedMessages(
   gw: GatewayHarness,
@@ -90,6 +138,30 @@ export async function storedMessages(
   const res = await gw.call('GET', `/v1/conversations/${conversationId}/messages?archived=true`, key);
   expect(res.status, res.text).toBe(200);
   return res.json.messages.map((m: { message: Record<string, any> }) => m.message);
+}
+
+/**
+ * Each of `texts` is in exactly one stored message of the conversation (stored once, never twice), the shell's
+ * `marker` in one tool row, and a search finds the marker.
+ */
+export async function expectStoredOnce(
+  gw: GatewayHarness,
+  key: string,
+  conversationId: string,
+  texts: readonly string[],
+  marker: string,
+): Promise<Array<Record<string, any>>> {
+  const stored = await storedMessages(gw, key, conversationId);
+  for (const text of texts) {
+    expect(
+      stored.filter((m) => JSON.stringify(m.content).includes(text)),
+      text,
+    ).toHaveLength(1);
+  }
+  expect(stored.filter((m) => m.role === 'tool' && JSON.stringify(m.content).includes(marker))).toHaveLength(1);
+  const found = await gw.call('GET', `/v1/search?q=${encodeURIComponent(marker)}`, key);
+  expect(found.json.results.length).toBeGreaterThan(0);
+  return stored;
 }
 
 /** A new conversation's opening: a system prompt unique to the test (its own derived conversation) and a question. */

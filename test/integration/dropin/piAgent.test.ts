@@ -5,16 +5,20 @@
 // command that pi really runs; the fake then reports a reading over the in-loop threshold, the gateway compacts in
 // the background, and the next turn goes to the provider compacted — while pi, its own compaction out of reach,
 // never errs; every turn is stored once and searchable.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ensurePi } from '../../support/clients/pi.js';
 import { type CliRun, DAY_AFTER_TZ, DAY_BEFORE_TZ, runCli } from '../../support/clients/runCli.js';
-import type { AnthropicFake } from '../../support/fakes/anthropicFake.js';
 import { reply, toolCallsReply } from '../../support/fakes/script.js';
-import type { GatewayHarness } from '../../support/harness/gateway.js';
-import { DROPIN_CLAUDE, startAnthropicDropin, storedMessages } from './dropinFixtures.js';
+import {
+  anthropicDropinForFile,
+  DROPIN_CLAUDE,
+  expectStoredOnce,
+  onlyConversation,
+  scratchDirForFile,
+  untilCompacted,
+} from './dropinFixtures.js';
 
 const MODEL = DROPIN_CLAUDE;
 /** What the model asks pi to run: a computed marker (pi really ran it) and enough output to be worth compacting. */
@@ -23,30 +27,22 @@ const SHELL_COMMAND = "echo dctx-$((6*7)); seq 1 3 | sed 's/^/line /'";
 const BRIEFING = Array.from({ length: 120 }, (_, i) => `Note ${i}: the staging cluster rotates its logs nightly.`).join(
   ' ',
 );
-let anthropic: AnthropicFake;
-let gw: GatewayHarness;
+const dropin = anthropicDropinForFile();
+const work = scratchDirForFile('dctx-pi-');
 let pi: string;
-let work: string;
 
-beforeAll(async () => {
+beforeAll(() => {
   pi = ensurePi();
-  work = mkdtempSync(join(tmpdir(), 'dctx-pi-'));
-  ({ anthropic, gw } = await startAnthropicDropin());
-});
-afterAll(async () => {
-  await gw?.close();
-  await anthropic?.close();
-  if (work) rmSync(work, { recursive: true, force: true });
 });
 
 /** pi's agent directory with the gateway as its provider `dctx`; `contextWindow`: what pi compacts against. */
 function piHome(contextWindow: number): { agentDir: string; project: string } {
-  const home = join(work, `home-${Math.random().toString(36).slice(2, 10)}`);
+  const home = join(work.path, `home-${Math.random().toString(36).slice(2, 10)}`);
   const agentDir = join(home, 'agent');
   const project = join(home, 'project');
   mkdirSync(agentDir, { recursive: true });
   mkdirSync(project, { recursive: true });
-  const provider = { baseUrl: gw.url, api: 'anthropic-messages', apiKey: 'DCTX_KEY' };
+  const provider = { baseUrl: dropin.gw.url, api: 'anthropic-messages', apiKey: 'DCTX_KEY' };
   const models = [{ id: MODEL, contextWindow, maxTokens: 8_000 }];
   writeFileSync(join(agentDir, 'models.json'), JSON.stringify({ providers: { dctx: { ...provider, models } } }));
   return { agentDir, project };
@@ -65,6 +61,7 @@ function runPi(home: { agentDir: string; project: string }, key: string, args: s
 
 describe('the pi coding agent through the drop-in Anthropic Messages endpoint', () => {
   it('runs a continued session with a real tool call; the gateway compacts in the background; all is stored', async () => {
+    const { anthropic, gw } = dropin;
     const { id: tenantId, key } = await gw.tenant({ protect_first_n: 1, protect_last_n: 2 });
     // pi's own compaction out of reach: this test is about the gateway's.
     const home = piHome(10_000_000);
@@ -105,18 +102,8 @@ describe('the pi coding agent through the drop-in Anthropic Messages endpoint', 
       )?.[1];
     expect(dateOf(0)).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(dateOf(2)).not.toBe(dateOf(0));
-    const conversations = await gw.testDb.db
-      .selectFrom('conversations')
-      .select(['id'])
-      .where('tenant_id', '=', tenantId)
-      .execute();
-    expect(conversations).toHaveLength(1);
-    const conversationId = conversations[0]?.id as string;
-    for (let i = 0; i < 100; i++) {
-      const status = await gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
-      if (status.json.compressionCount === 1 && !status.json.compacting) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const conversationId = await onlyConversation(gw, tenantId);
+    await untilCompacted(gw, key, conversationId);
     const third = await runPi(home, key, ['-c', '-p', turns[2] as string], DAY_AFTER_TZ);
     expect(third.code, third.err).toBe(0);
     expect(third.out).toContain('You are welcome.');
@@ -136,15 +123,7 @@ describe('the pi coding agent through the drop-in Anthropic Messages endpoint', 
 
     const status = await gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
     expect(status.json.compressionCount).toBe(1);
-    const stored = await storedMessages(gw, key, conversationId);
-    for (const text of [...turns, 'The shell answers dctx-42.', 'Sunny all week.', 'You are welcome.']) {
-      expect(
-        stored.filter((m) => JSON.stringify(m.content).includes(text)),
-        text,
-      ).toHaveLength(1);
-    }
-    expect(stored.filter((m) => m.role === 'tool' && JSON.stringify(m.content).includes('dctx-42'))).toHaveLength(1);
-    const found = await gw.call('GET', `/v1/search?q=${encodeURIComponent('dctx-42')}`, key);
-    expect(found.json.results.length).toBeGreaterThan(0);
+    const replies = ['The shell answers dctx-42.', 'Sunny all week.', 'You are welcome.'];
+    await expectStoredOnce(gw, key, conversationId, [...turns, ...replies], 'dctx-42');
   });
 });

@@ -8,6 +8,7 @@ import {
   fromAnthropicResponse,
   inputToArguments,
   RAW_ARGUMENTS_KEY,
+  SYSTEM_TURN_FIELDS,
   toAnthropicRequest,
   toAnthropicTools,
 } from '../../../infra/llm/anthropicMessages.js';
@@ -226,6 +227,56 @@ describe('round trip: toAnthropicRequest → fromAnthropicRequest', () => {
       { role: 'assistant', content: 'single part', tool_calls: [call('c2', 'ls')] },
       { role: 'tool', content: null, tool_call_id: 'c2', name: 'ls' },
       { role: 'user', content: '' },
+    ]);
+  });
+
+  it('keeps system turns where they stand with systemInPlace, their own fields included (rule 2)', () => {
+    const input: ChatMessage[] = [
+      { role: 'system', content: 'prompt' },
+      { role: 'user', content: 'hi' },
+      {
+        role: 'system',
+        content: 'per-turn',
+        [SYSTEM_TURN_FIELDS]: { output_config: { effort: 'low' } },
+      } as ChatMessage,
+      { role: 'assistant', content: null, tool_calls: [call('c1', 'ls')] },
+      { role: 'tool', content: 'a', tool_call_id: 'c1', name: 'ls' },
+      { role: 'system', content: [{ type: 'text', text: 'between results' }] },
+      { role: 'tool', content: 'b', tool_call_id: 'c1', name: 'ls' },
+    ];
+    const request = toAnthropicRequest(input, { systemInPlace: true });
+    expect(request.system).toBe('prompt');
+    expect(request.messages).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'system', content: 'per-turn', output_config: { effort: 'low' } },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'c1', name: 'ls', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1', content: 'a' }] },
+      { role: 'system', content: [{ type: 'text', text: 'between results' }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1', content: 'b' }] },
+    ]);
+    expect(fromAnthropicRequest(request)).toEqual(input);
+    // Without the option every system message goes to `system`, as before.
+    expect(toAnthropicRequest(input).messages.map((m) => m.role)).not.toContain('system');
+  });
+
+  it('reads a system turn inside `messages` as a system message where it stands, its other fields beside it', () => {
+    const back = fromAnthropicRequest({
+      system: 'prompt',
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'system', content: [{ type: 'text', text: 'reminder' }], output_config: { effort: 'medium' } },
+        { role: 'system', content: 'plain' },
+      ] as never,
+    });
+    expect(back).toEqual([
+      { role: 'system', content: 'prompt' },
+      { role: 'user', content: 'hi' },
+      {
+        role: 'system',
+        content: [{ type: 'text', text: 'reminder' }],
+        [SYSTEM_TURN_FIELDS]: { output_config: { effort: 'medium' } },
+      },
+      { role: 'system', content: 'plain' },
     ]);
   });
 

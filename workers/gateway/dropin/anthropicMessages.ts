@@ -190,9 +190,12 @@ export class AnthropicMessages {
       cachingRoute: provider.cachingRoute,
       cacheTtl: this.deps.cacheTtl,
     });
+    // A client that sends system turns inside `messages` gets the later ones where they stand; others get every system
+    // message in `system`, as a model that takes no system turn needs.
+    const options = { systemInPlace: body.messages.some((m) => (m as { role?: unknown }).role === 'system') };
     const { system, messages: wire } = leading
-      ? toAnthropicRequestWithBlock(messages, leading)
-      : toAnthropicRequest(messages);
+      ? toAnthropicRequestWithBlock(messages, leading, options)
+      : toAnthropicRequest(messages, options);
     const { system: _clientSystem, ...rest } = body;
     return { ...rest, ...(system !== undefined ? { system } : {}), messages: wire };
   }
