@@ -99,6 +99,44 @@ export function pendingClientCompaction(
   );
 }
 
+/**
+ * The tenant's newest client compactions (at most `limit`, migrations/0026's index) that stand at their conversation's
+ * current session: pending on it, or committed into it. Where a client whose history opens otherwise after its own
+ * compaction continues (clientRotation.ts `conversationCarrying`): `conversationId`, and the summary it carries.
+ */
+export function recentClientCompactions(
+  db: Kysely<Database>,
+  tenantId: string,
+  limit = 20,
+): Promise<Array<{ conversationId: string; summary: string }>> {
+  return withTenant(
+    db,
+    tenantId,
+    async (tx) => {
+      const rows = await tx
+        .selectFrom('compactions as k')
+        .innerJoin('conversations as c', (join) =>
+          join
+            .onRef('c.tenant_id', '=', 'k.tenant_id')
+            .on((eb) =>
+              eb.or([
+                eb.and([eb('k.status', '=', 'pending'), eb('c.current_session_id', '=', eb.ref('k.session_id'))]),
+                eb.and([eb('k.status', '=', 'committed'), eb('c.current_session_id', '=', eb.ref('k.new_session_id'))]),
+              ]),
+            ),
+        )
+        .select(['k.summary', 'c.id as conversation_id'])
+        .where('k.tenant_id', '=', tenantId)
+        .where('k.trigger', '=', 'client')
+        .orderBy('k.created_at', 'desc')
+        .limit(limit)
+        .execute();
+      return rows.map((row) => ({ conversationId: row.conversation_id, summary: row.summary ?? '' }));
+    },
+    READ_ONLY,
+  );
+}
+
 /** The committed client compaction that started session `sessionId` of the conversation, or null. */
 export function clientRotationInto(
   db: Kysely<Database>,

@@ -69,6 +69,7 @@ describe('migrations', () => {
       '0023_search_cheap_plans',
       '0024_generated_plpgsql',
       '0025_key_notifications',
+      '0026_client_compactions',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -109,6 +110,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0026_client_compactions', 'Success'],
       ['0025_key_notifications', 'Success'],
       ['0024_generated_plpgsql', 'Success'],
       ['0023_search_cheap_plans', 'Success'],
@@ -147,6 +149,7 @@ describe('0010 down and up again', () => {
       '0023_search_cheap_plans',
       '0024_generated_plpgsql',
       '0025_key_notifications',
+      '0026_client_compactions',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -186,6 +189,7 @@ describe('0014 on conversations stored before it', () => {
       '0023_search_cheap_plans',
       '0024_generated_plpgsql',
       '0025_key_notifications',
+      '0026_client_compactions',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

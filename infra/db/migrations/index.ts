@@ -25,6 +25,7 @@ import * as m0022 from './0022_context_engine.js';
 import * as m0023 from './0023_search_cheap_plans.js';
 import * as m0024 from './0024_generated_plpgsql.js';
 import * as m0025 from './0025_key_notifications.js';
+import * as m0026 from './0026_client_compactions.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -52,6 +53,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0023_search_cheap_plans': m0023,
   '0024_generated_plpgsql': m0024,
   '0025_key_notifications': m0025,
+  '0026_client_compactions': m0026,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -17,6 +17,7 @@ import {
   expectStoredOnce,
   onlyConversation,
   scratchDirForFile,
+  sessionsOf,
   untilCompacted,
 } from './dropinFixtures.js';
 
@@ -134,9 +135,80 @@ describe('Claude Code through the drop-in Anthropic Messages endpoint', () => {
     expect(texts(compacted.system).at(-1)).toContain('compacted into a handoff summary');
 
     const replies = ['The shell answers dctx-42.', 'Sunny all week.', 'You are welcome.', 'line 400'];
-    const stored = await expectStoredOnce(gw, key, conversationId, [...turns, ...replies], 'dctx-42');
+    const stored = await expectStoredOnce(gw, key, conversationId, [...turns, ...replies], {
+      search: 'dctx-42',
+      toolRow: 'dctx-42',
+    });
     // The system turn is stored where it stood: right after turn one.
     const turnOne = stored.findIndex((m) => JSON.stringify(m.content).includes(turns[0] as string));
     expect(stored[turnOne + 1]).toMatchObject({ role: 'system' });
+  });
+
+  it('passes its own /compact through, records it and continues in a new session of the same conversation', async () => {
+    const { anthropic, gw } = dropin;
+    const { id: tenantId, key } = await gw.tenant({ protect_first_n: 1, protect_last_n: 2 });
+    const where = claudeHome();
+    const turns = [
+      'Turn one: plan the orchard rows.',
+      'Turn two: which row is sunniest?',
+      'Turn three: when to prune?',
+    ] as const;
+    // What Claude Code carries on: the <summary> block of the reply, in a first message of its own words.
+    const summary = '1. Primary Request and Intent: plan the orchard; it has rows A and B, and row B faces south.';
+    const before = anthropic.messageRequests().length;
+    // The summary request's reading is over the gateway's in-loop threshold (75 % of 256K): counted, it would make the
+    // gateway compact too.
+    anthropic.enqueue(
+      reply('Rows: A, B.', { usage: { input_tokens: 9_000, output_tokens: 20 } }),
+      reply(`<analysis>\nThe user plans an orchard.\n</analysis>\n\n<summary>\n${summary}\n</summary>`, {
+        usage: { input_tokens: 200_000, output_tokens: 30 },
+      }),
+      reply('Row B is sunniest.', { usage: { input_tokens: 2_000, output_tokens: 20 } }),
+      reply('Prune in late winter.', { usage: { input_tokens: 2_500, output_tokens: 20 } }),
+    );
+    for (const [args, answer] of [
+      [['-p', turns[0]], 'Rows: A, B.'],
+      [['-c', '-p', '/compact'], ''],
+      [['-c', '-p', turns[1]], 'Row B is sunniest.'],
+      [['-c', '-p', turns[2]], 'Prune in late winter.'],
+    ] as const) {
+      const run = await runClaude(where, key, [...args]);
+      expect(run.code, run.err || run.out).toBe(0);
+      expect(run.out).toContain(answer);
+    }
+
+    const requests = anthropic.messageRequests().slice(before);
+    expect(requests).toHaveLength(4);
+    // The compaction request went to the provider as Claude Code sent it: its tools offered, its prompt last.
+    const compaction = requests[1]?.body as Record<string, any>;
+    expect(compaction.tools.length).toBeGreaterThan(0);
+    expect(JSON.stringify(compaction.messages.at(-1))).toContain(
+      'create a detailed summary of the conversation so far',
+    );
+    // After it, Claude Code's own shorter history went out unchanged: its summary first, not our compacted transcript.
+    const after = JSON.stringify(requests[2]?.body.messages);
+    expect(after).toContain(summary);
+    expect(after).not.toContain('Rows: A, B.');
+    expect(JSON.stringify(requests[2]?.body.system)).not.toContain('compacted into a handoff summary');
+
+    // One conversation, though the history opens otherwise now: rotated, the old session ended, the new its child.
+    const conversationId = await onlyConversation(gw, tenantId);
+    const sessions = await sessionsOf(gw, tenantId);
+    expect(sessions).toHaveLength(2);
+    expect(sessions[1]).toMatchObject({ parent_session_id: sessions[0]?.id, compression_count: 1 });
+    expect(sessions[0]?.end_reason).toBe('compression');
+    const compactions = await gw.testDb.db
+      .selectFrom('compactions')
+      .select(['trigger', 'status', 'session_id', 'new_session_id'])
+      .where('tenant_id', '=', tenantId)
+      .execute();
+    expect(compactions).toEqual([
+      { trigger: 'client', status: 'committed', session_id: sessions[0]?.id, new_session_id: sessions[1]?.id },
+    ]);
+    // Every turn is stored once; the summary prompt and its answer are not turns of the new session.
+    // The old session stays searchable.
+    const texts = [turns[1], turns[2], summary, 'Row B is sunniest.', 'Prune in late winter.'];
+    const stored = await expectStoredOnce(gw, key, conversationId, texts, { search: 'Rows: A, B.' });
+    expect(stored.some((m) => JSON.stringify(m.content).includes('create a detailed summary'))).toBe(false);
   });
 });

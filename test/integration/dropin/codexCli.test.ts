@@ -15,7 +15,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureCodex } from '../../support/clients/codex.js';
 import { type CliRun, DAY_AFTER_TZ, DAY_BEFORE_TZ, runCli } from '../../support/clients/runCli.js';
 import { reply } from '../../support/fakes/script.js';
-import { onlyConversation, openAIDropinForFile, storedMessages, untilCompacted } from './dropinFixtures.js';
+import {
+  expectStoredOnce,
+  onlyConversation,
+  openAIDropinForFile,
+  sessionsOf,
+  untilCompacted,
+} from './dropinFixtures.js';
 
 const dropin = openAIDropinForFile();
 let codex: string;
@@ -104,15 +110,8 @@ describe('the Codex CLI through the drop-in Responses endpoint', () => {
 
     const status = await dropin.gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
     expect(status.json.compressionCount).toBe(1);
-    const stored = await storedMessages(dropin.gw, key, conversationId);
-    for (const text of [...turns, 'Beds: north, south.', 'The north bed gets shade.', 'Water the south bed daily.']) {
-      expect(
-        stored.filter((m) => JSON.stringify(m.content).includes(text)),
-        text,
-      ).toHaveLength(1);
-    }
-    const found = await dropin.gw.call('GET', `/v1/search?q=${encodeURIComponent('garden beds')}`, key);
-    expect(found.json.results.length).toBeGreaterThan(0);
+    const replies = ['Beds: north, south.', 'The north bed gets shade.', 'Water the south bed daily.'];
+    await expectStoredOnce(dropin.gw, key, conversationId, [...turns, ...replies], { search: 'garden beds' });
   });
 
   it('carries a native checkpoint (SPEC §15.1): the field on its request, the compaction item echoed by Codex', async () => {
@@ -208,12 +207,7 @@ describe('the Codex CLI through the drop-in Responses endpoint', () => {
       .execute();
     expect(conversations).toHaveLength(1);
     const conversation = conversations[0] as { id: string; current_session_id: string };
-    const sessions = await dropin.gw.testDb.db
-      .selectFrom('sessions')
-      .select(['id', 'parent_session_id', 'compression_count', 'end_reason'])
-      .where('tenant_id', '=', tenantId)
-      .orderBy('started_at')
-      .execute();
+    const sessions = await sessionsOf(dropin.gw, tenantId);
     expect(sessions).toHaveLength(2);
     expect(sessions[1]).toMatchObject({
       id: conversation.current_session_id,
@@ -246,16 +240,9 @@ describe('the Codex CLI through the drop-in Responses endpoint', () => {
 
     // Every turn is stored once in the session that holds it; what Codex sent after its compaction is the new
     // session's transcript, in order.
-    const stored = await storedMessages(dropin.gw, key, conversation.id);
-    for (const text of [turns[1], turns[2], summary, 'Row B is sunniest.', 'Prune in late winter.']) {
-      expect(
-        stored.filter((m) => JSON.stringify(m.content).includes(text as string)),
-        text,
-      ).toHaveLength(1);
-    }
+    const texts = [turns[1], turns[2], summary, 'Row B is sunniest.', 'Prune in late winter.'] as string[];
+    const stored = await expectStoredOnce(dropin.gw, key, conversation.id, texts, { search: 'orchard rows' });
     expect(stored.some((m) => JSON.stringify(m.content).includes('Rows: A, B.'))).toBe(false);
-    const found = await dropin.gw.call('GET', `/v1/search?q=${encodeURIComponent('orchard rows')}`, key);
-    expect(found.json.results.length).toBeGreaterThan(0);
     const old = await dropin.gw.call('GET', `/v1/search?q=${encodeURIComponent('Rows: A, B.')}`, key);
     expect(old.json.results.length).toBeGreaterThan(0);
   });

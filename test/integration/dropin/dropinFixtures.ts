@@ -120,6 +120,16 @@ export async function onlyConversation(gw: GatewayHarness, tenantId: string): Pr
   return conversations[0]?.id as string;
 }
 
+/** The tenant's sessions, oldest first (a client's own compaction ends one and starts its child). */
+export function sessionsOf(gw: GatewayHarness, tenantId: string) {
+  return gw.testDb.db
+    .selectFrom('sessions')
+    .select(['id', 'parent_session_id', 'compression_count', 'end_reason'])
+    .where('tenant_id', '=', tenantId)
+    .orderBy('started_at')
+    .execute();
+}
+
 /** Waits (at most 10 s) until the conversation's first compaction has settled. */
 export async function untilCompacted(gw: GatewayHarness, key: string, conversationId: string): Promise<void> {
   for (let i = 0; i < 100; i++) {
@@ -141,15 +151,15 @@ export async function storedMessages(
 }
 
 /**
- * Each of `texts` is in exactly one stored message of the conversation (stored once, never twice), the shell's
- * `marker` in one tool row, and a search finds the marker.
+ * Each of `texts` is in exactly one stored message of the conversation (stored once, never twice), `toolRow` (the
+ * shell's output) in one tool row, and a search for `search` finds something. The stored messages.
  */
 export async function expectStoredOnce(
   gw: GatewayHarness,
   key: string,
   conversationId: string,
   texts: readonly string[],
-  marker: string,
+  check: { search: string; toolRow?: string },
 ): Promise<Array<Record<string, any>>> {
   const stored = await storedMessages(gw, key, conversationId);
   for (const text of texts) {
@@ -158,8 +168,11 @@ export async function expectStoredOnce(
       text,
     ).toHaveLength(1);
   }
-  expect(stored.filter((m) => m.role === 'tool' && JSON.stringify(m.content).includes(marker))).toHaveLength(1);
-  const found = await gw.call('GET', `/v1/search?q=${encodeURIComponent(marker)}`, key);
+  const { toolRow } = check;
+  if (toolRow !== undefined) {
+    expect(stored.filter((m) => m.role === 'tool' && JSON.stringify(m.content).includes(toolRow))).toHaveLength(1);
+  }
+  const found = await gw.call('GET', `/v1/search?q=${encodeURIComponent(check.search)}`, key);
   expect(found.json.results.length).toBeGreaterThan(0);
   return stored;
 }

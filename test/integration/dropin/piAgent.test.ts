@@ -124,6 +124,9 @@ describe('the pi coding agent through the drop-in Anthropic Messages endpoint', 
     const status = await gw.call('GET', `/v1/conversations/${conversationId}/status`, key);
     expect(status.json.compressionCount).toBe(1);
     const replies = ['The shell answers dctx-42.', 'Sunny all week.', 'You are welcome.'];
-    await expectStoredOnce(gw, key, conversationId, [...turns, ...replies], 'dctx-42');
+    await expectStoredOnce(gw, key, conversationId, [...turns, ...replies], {
+      search: 'dctx-42',
+      toolRow: 'dctx-42',
+    });
   });
 });

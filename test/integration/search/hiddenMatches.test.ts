@@ -129,6 +129,7 @@ describe('0023 down and up again', () => {
     const down = await migrator.migrateTo('0022_context_engine');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual([
+      ['0026_client_compactions', 'Down', 'Success'],
       ['0025_key_notifications', 'Down', 'Success'],
       ['0024_generated_plpgsql', 'Down', 'Success'],
       ['0023_search_cheap_plans', 'Down', 'Success'],
@@ -138,6 +139,7 @@ describe('0023 down and up again', () => {
       '0023_search_cheap_plans',
       '0024_generated_plpgsql',
       '0025_key_notifications',
+      '0026_client_compactions',
     ]);
     expect(await answers()).toEqual(before);
   });

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
 import {
+  carriedSummaries,
   isClientCompactionRequest,
   offersTools,
   summaryPosition,
@@ -49,5 +50,35 @@ describe('client compaction requests', () => {
     expect(offersTools([{ type: 'function' }])).toBe(true);
     expect(offersTools([])).toBe(false);
     expect(offersTools(undefined)).toBe(false);
+  });
+
+  it('recognises a summary prompt that forbids the tools it is offered (Claude Code’s /compact)', () => {
+    const claude =
+      'CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\nYour task is to create a detailed summary of the conversation so far.';
+    expect(isClientCompactionRequest(history({ role: 'user', content: claude }), true)).toBe(true);
+    const allowed = 'Your task is to create a detailed summary of the conversation so far; read the files you need.';
+    expect(isClientCompactionRequest(history({ role: 'user', content: allowed }), true)).toBe(false);
+    // Forbidding tools alone does not make a compaction.
+    const plain = 'Respond with text only: what did we fix?';
+    expect(isClientCompactionRequest(history({ role: 'user', content: plain }), true)).toBe(false);
+  });
+
+  it('finds what a client carries of a summary with a <summary> block: the block’s text, in its own words around it', () => {
+    const reply =
+      '<analysis>\nThinking.\n</analysis>\n\n<summary>\n1. The build passes; the docs are next.\n</summary>';
+    expect(carriedSummaries(reply)).toEqual([reply, '1. The build passes; the docs are next.']);
+    expect(carriedSummaries('  plain summary  ')).toEqual(['plain summary']);
+    expect(carriedSummaries('   ')).toEqual([]);
+    const after: ChatMessage[] = [
+      { role: 'system', content: 'You are a coding agent.' },
+      {
+        role: 'user',
+        content: 'This session is being continued.\nSummary:\n1. The build passes; the docs are next.\n',
+      },
+    ];
+    expect(summaryPosition(after, 0, reply)).toBe(1);
+    // Too short to lead a history that opens otherwise.
+    expect(summaryPosition(after, 0, reply, 64)).toBe(-1);
+    expect(summaryPosition(after, 0, reply, 20)).toBe(1);
   });
 });

@@ -1,7 +1,7 @@
 // How the gateway recognises a drop-in client's own compaction (issue #12 "Client-side compaction is recognised").
 // Agents compact on their own: they send the history with a last user message that asks for a handoff/checkpoint
-// summary and no tools (Codex CLI's "CONTEXT CHECKPOINT COMPACTION"), then continue with a shorter history that
-// carries the summary they got. The first is passed through and recorded; the second, when it diverges from what
+// summary and no tools (Codex CLI's "CONTEXT CHECKPOINT COMPACTION"), or tools with a prompt that forbids them (Claude
+// Code's /compact), then continue with a shorter history that carries the summary they got. The first is passed through and recorded; the second, when it diverges from what
 // is stored and holds that summary, continues the conversation as a new session (conversationFlow.ts). Pure.
 import type { ChatMessage } from '../../../engine/types.js';
 
@@ -23,20 +23,43 @@ export function textOf(message: ChatMessage): string {
   return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
 }
 
-/** A request is the client's own compaction: no tools offered, and its last message is a user's summary request. */
+/**
+ * A summary prompt that forbids tools: Claude Code's /compact offers the model its tools all the same (the request
+ * keeps the conversation's prompt cache) and asks for text only.
+ */
+const TOOLS_FORBIDDEN = /\bdo not (?:call|use) any (?:other )?tools?\b|\brespond with text only\b/i;
+
+/**
+ * A request is the client's own compaction: its last message is a user's summary request, and it offers no tools or
+ * forbids their use.
+ */
 export function isClientCompactionRequest(history: readonly ChatMessage[], toolsOffered: boolean): boolean {
   const last = history.at(-1);
-  if (toolsOffered || !last || last.role !== 'user') return false;
+  if (last?.role !== 'user') return false;
   const text = textOf(last);
-  return COMPACTION_PROMPTS.some((prompt) => prompt.test(text));
+  return COMPACTION_PROMPTS.some((prompt) => prompt.test(text)) && (!toolsOffered || TOOLS_FORBIDDEN.test(text));
 }
 
-/** The first message from `from` on that carries the client's summary (trimmed, non-empty), or -1. */
-export function summaryPosition(history: readonly ChatMessage[], from: number, summary: string): number {
-  const needle = summary.trim();
-  if (needle === '') return -1;
+/**
+ * What a client carries of the summary it got (trimmed, non-empty): the reply itself, and what the reply's last
+ * `<summary>` block holds — Claude Code keeps only that, and writes its own words around it.
+ */
+export function carriedSummaries(summary: string): string[] {
+  const whole = summary.trim();
+  const block = [...summary.matchAll(/<summary>([\s\S]*?)<\/summary>/gi)].at(-1)?.[1]?.trim();
+  return [whole, ...(block && block !== whole ? [block] : [])].filter((needle) => needle !== '');
+}
+
+/**
+ * The first message from `from` on that carries the client's summary (carriedSummaries, each at least `minLength`
+ * characters), or -1.
+ */
+export function summaryPosition(history: readonly ChatMessage[], from: number, summary: string, minLength = 1): number {
+  const needles = carriedSummaries(summary).filter((needle) => needle.length >= minLength);
+  if (needles.length === 0) return -1;
   for (let i = Math.max(0, from); i < history.length; i++) {
-    if (textOf(history[i] as ChatMessage).includes(needle)) return i;
+    const text = textOf(history[i] as ChatMessage);
+    if (needles.some((needle) => text.includes(needle))) return i;
   }
   return -1;
 }

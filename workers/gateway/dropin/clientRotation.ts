@@ -11,11 +11,34 @@ import {
   clientRotationInto,
   commitClientRotation,
   pendingClientCompaction,
+  recentClientCompactions,
 } from '../../../infra/db/clientCompaction.js';
 import type { ConversationRow } from '../../../infra/db/schema.js';
 import { newSessionId } from '../../../workflows/ids.js';
 import type { Conversations } from '../conversations.js';
 import { summaryPosition } from './clientCompaction.js';
+
+/**
+ * How long a summary must be to lead a history that opens otherwise to the conversation it compacted: long enough
+ * that no other history carries it by chance.
+ */
+export const MIN_CARRIED_SUMMARY = 64;
+
+/**
+ * For a history whose own conversation is new: the conversation whose client compaction (pending, or committed into
+ * its current session) has the summary the history carries, or null. A client whose history opens otherwise after
+ * its own compaction (Claude Code: the summary in a new first message, its system prompt changed) continues there,
+ * from the summary request on, as one that keeps its opening (Codex CLI) does.
+ */
+export async function conversationCarrying(
+  conversations: Conversations,
+  tenantId: string,
+  history: readonly ChatMessage[],
+): Promise<string | null> {
+  const compactions = await recentClientCompactions(conversations.readDb, tenantId);
+  const carried = compactions.find((c) => summaryPosition(history, 0, c.summary, MIN_CARRIED_SUMMARY) >= 0);
+  return carried?.conversationId ?? null;
+}
 
 /** Where a diverging history goes when it continues after the client's own compaction. */
 export type Divergence = { kind: 'branch' } | { kind: 'rotate'; compactionId: string };

@@ -8,7 +8,7 @@ import type { ChatMessage } from '../../../engine/types.js';
 import { storedHistoryKeys } from '../../../infra/db/historyKeys.js';
 import { MAX_LINEAGE_HOPS } from '../../../infra/db/sessions.js';
 import type { Conversations } from '../conversations.js';
-import { divergenceOf, rotate } from './clientRotation.js';
+import { conversationCarrying, divergenceOf, rotate } from './clientRotation.js';
 import { branchConversationId, derivedConversationIds, historyKeys, matchHistory } from './history.js';
 import { DropinRequestError } from './requestError.js';
 
@@ -37,7 +37,9 @@ const keyPrefix = (dialect: string, floor: number) => (floor > 0 ? `${dialect}~$
  * The conversation the history belongs to: the named or derived one while the history extends what it stores;
  * where it diverges, the branch for the history up to the first differing message (followed as often as the
  * history diverged before, at most MAX_LINEAGE_HOPS times) — unless it carries the summary of the client's own
- * pending compaction: then that compaction is committed and the history starts the conversation's new session.
+ * pending compaction: then that compaction is committed and the history starts the conversation's new session. A
+ * history whose own conversation is new and that carries the summary of a client compaction of the tenant goes to
+ * that compaction's conversation (clientRotation.ts conversationCarrying: a client whose opening changed with it).
  */
 export async function findTarget(
   conversations: Conversations,
@@ -71,6 +73,15 @@ export async function findTarget(
       if (before.sessionId !== null) [conversationId, found] = [dated, before];
     }
     dated = null;
+    if (found.sessionId === null && hop === 0 && header === undefined) {
+      // A client whose history opens otherwise after its own compaction continues the conversation it compacted.
+      const carrying = await conversationCarrying(conversations, tenantId, history);
+      if (carrying !== null) {
+        await conversations.pendingWrites.settled(tenantId, carrying);
+        conversationId = carrying;
+        found = await storedHistoryKeys(db, tenantId, carrying, prefix, keys);
+      }
+    }
     const { sessionId, present, stored } = found;
     const wanted = keyPrefix(dialect, found.floor);
     if (wanted !== prefix && rekeyed++ < 2) {
