@@ -20,7 +20,9 @@
 //   5. `arguments` come back as `JSON.stringify(input)` (exact for compact JSON; blank → `{}`; text that is not a
 //      JSON object travels as `{"_raw_arguments": text}` and comes back verbatim);
 //   6. `null` content of user rows and of assistant rows without tool calls comes back `''` (Anthropic content is
-//      never null), and a top-level cache_control on a message with no block to carry it is dropped.
+//      never null), and a top-level cache_control on a message with no block to carry it is dropped;
+//   7. a tool result the client marked `is_error: true` keeps the mark (a runtime property of its tool row, TOOL_ERROR);
+//      `is_error: false` is the default and comes back absent.
 //
 // Read in the other direction, a `role: "system"` message inside `messages` is a system message where it stands, and a
 // `compaction` block (the compaction beta's summary, which a client that compacts on
@@ -107,10 +109,19 @@ function assistantContent(message: ChatMessage): Anthropic.MessageParam['content
   return blocks;
 }
 
+/**
+ * The runtime property (SPEC §1.2: stored in `extra`, never sent to another dialect) of a tool row whose result the
+ * client marked as an error (`is_error: true`, e.g. a shell command that failed in Claude Code).
+ */
+export const TOOL_ERROR = 'is_error';
+
+const isToolError = (row: ChatMessage) => (row as ChatMessage & { [TOOL_ERROR]?: unknown })[TOOL_ERROR] === true;
+
 function toolResultBlock(row: ChatMessage): ToolResultBlock {
   const block: ToolResultBlock = { type: 'tool_result', tool_use_id: row.tool_call_id ?? '' };
   if (typeof row.content === 'string') block.content = row.content;
   else if (Array.isArray(row.content)) block.content = row.content.map(partToBlock);
+  if (isToolError(row)) block.is_error = true;
   return Object.assign(block, copyMarker(row.cache_control));
 }
 
@@ -288,6 +299,7 @@ function toolRowFromResult(block: AnyBlock, callNames: ReadonlyMap<string, strin
   const content = raw === undefined ? null : typeof raw === 'string' ? raw : blocksToParts(raw);
   const name = callNames.get(id);
   const row: ChatMessage = { role: 'tool', content, tool_call_id: id, ...(name !== undefined ? { name } : {}) };
+  if (block.is_error === true) Object.assign(row, { [TOOL_ERROR]: true });
   return withMarker(row, markerOf(block));
 }
 

@@ -9,6 +9,7 @@ import {
   inputToArguments,
   RAW_ARGUMENTS_KEY,
   SYSTEM_TURN_FIELDS,
+  TOOL_ERROR,
   toAnthropicRequest,
   toAnthropicTools,
 } from '../../../infra/llm/anthropicMessages.js';
@@ -257,6 +258,32 @@ describe('round trip: toAnthropicRequest → fromAnthropicRequest', () => {
     expect(fromAnthropicRequest(request)).toEqual(input);
     // Without the option every system message goes to `system`, as before.
     expect(toAnthropicRequest(input).messages.map((m) => m.role)).not.toContain('system');
+  });
+
+  it('keeps a tool result’s error mark both ways (rule 7)', () => {
+    const request = {
+      messages: [
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'c1', name: 'Bash', input: { command: 'false' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'c1', content: 'exit code 1', is_error: true },
+            { type: 'tool_result', tool_use_id: 'c1', content: 'fine', is_error: false },
+          ],
+        },
+      ],
+    } as never;
+    const rows = fromAnthropicRequest(request);
+    expect(rows[1]).toEqual({
+      role: 'tool',
+      content: 'exit code 1',
+      tool_call_id: 'c1',
+      name: 'Bash',
+      [TOOL_ERROR]: true,
+    });
+    expect(rows[2]).toEqual({ role: 'tool', content: 'fine', tool_call_id: 'c1', name: 'Bash' });
+    const back = toAnthropicRequest(rows).messages[1]?.content as unknown as Array<Record<string, unknown>>;
+    expect(back.map((block) => block.is_error)).toEqual([true, undefined]);
   });
 
   it('reads a system turn inside `messages` as a system message where it stands, its other fields beside it', () => {
