@@ -13,7 +13,8 @@
 //   2. all system messages become one, first (exact for a single leading system message); their image parts are
 //      dropped (Anthropic's system prompt is text only). With `systemInPlace` (a client that sends system turns
 //      inside `messages`, as Claude Code does with recent models) only the leading ones do; each later one stays a
-//      `role: "system"` message where it stands (text only as well), with the fields it came with (SYSTEM_TURN_FIELDS);
+//      `role: "system"` message where it stands (text only as well), with the fields it came with
+//      (SYSTEM_TURN_FIELDS);
 //   3. a tool row comes back with `name` = the function name of its call (tool_result has no name field);
 //   4. an assistant message with tool calls: `''` content comes back `null`, and content that is a single
 //      unmarked text part comes back as its string;
@@ -21,13 +22,13 @@
 //      JSON object travels as `{"_raw_arguments": text}` and comes back verbatim);
 //   6. `null` content of user rows and of assistant rows without tool calls comes back `''` (Anthropic content is
 //      never null), and a top-level cache_control on a message with no block to carry it is dropped;
-//   7. a tool result the client marked `is_error: true` keeps the mark (a runtime property of its tool row, TOOL_ERROR);
-//      `is_error: false` is the default and comes back absent.
+//   7. a tool result the client marked `is_error: true` keeps the mark (a runtime property of its tool row,
+//      TOOL_ERROR); `is_error: false` is the default and comes back absent.
 //
-// Read in the other direction, a `role: "system"` message inside `messages` is a system message where it stands, and a
-// `compaction` block (the compaction beta's summary, which a client that compacts on
-// its own sends back first) is its readable content, a text part; its signature and encrypted state stay with the
-// client, which sends them again with every request.
+// Read in the other direction, a `role: "system"` message inside `messages` is a system message where it stands, and
+// a `compaction` block (the compaction beta's summary, which a client that compacts on its own sends back first) is
+// its readable content, a text part; its signature and encrypted state stay with the client, which sends them again
+// with every request.
 //
 // fromAnthropicResponse turns a response into the assistant ChatMessage: text blocks joined (a compaction block's
 // content as text), tool_use → tool_calls.

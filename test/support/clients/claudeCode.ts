@@ -1,8 +1,8 @@
 // The real Claude Code CLI for the drop-in tests (issue #12: a coding agent written for Anthropic that runs offline
 // against a base URL): `@anthropic-ai/claude-code`, pinned, installed into the user cache on first use (about 400 MB:
-// its native binary, npmClient.ts). `.ci/run` prepares it ahead of the tests (`npx tsx test/support/clients/claudeCode.ts`).
-// It talks to ANTHROPIC_BASE_URL with the key of ANTHROPIC_API_KEY, streaming; with recent models it sends system turns
-// inside `messages`.
+// its native binary, npmClient.ts). `.ci/run` prepares it ahead of the tests
+// (`npx tsx test/support/clients/claudeCode.ts`). It talks to ANTHROPIC_BASE_URL with the key of ANTHROPIC_API_KEY,
+// streaming; with recent models it sends system turns inside `messages`.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ensureNpmClient } from './npmClient.js';

@@ -1,8 +1,9 @@
 // How the gateway recognises a drop-in client's own compaction (issue #12 "Client-side compaction is recognised").
 // Agents compact on their own: they send the history with a last user message that asks for a handoff/checkpoint
-// summary and no tools (Codex CLI's "CONTEXT CHECKPOINT COMPACTION"), or tools with a prompt that forbids them (Claude
-// Code's /compact), then continue with a shorter history that carries the summary they got. The first is passed through and recorded; the second, when it diverges from what
-// is stored and holds that summary, continues the conversation as a new session (conversationFlow.ts). Pure.
+// summary and no tools (Codex CLI's "CONTEXT CHECKPOINT COMPACTION"), or tools with a prompt that forbids them
+// (Claude Code's /compact), then continue with a shorter history that carries the summary they got. The first is
+// passed through and recorded; the second, when it diverges from what is stored and holds that summary, continues
+// the conversation as a new session (conversationFlow.ts). Pure.
 import type { ChatMessage } from '../../../engine/types.js';
 
 /** What agents ask for when they compact (matched in the last user message of a tool-less request). */
