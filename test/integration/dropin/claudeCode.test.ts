@@ -62,8 +62,8 @@ const rolesOf = (body: Record<string, any>) => (body.messages as WireMessage[]).
 
 describe('Claude Code through the drop-in Anthropic Messages endpoint', () => {
   it('runs a continued session with system turns and a real tool call; the gateway compacts in the background', async () => {
-    // Kept at the head: the system prompt, turn one and the system turn Claude Code sends after it.
     const { anthropic, gw } = dropin;
+    // Kept at the head: the system prompt, turn one and the system turn Claude Code sends after it.
     const { id: tenantId, key } = await gw.tenant({ protect_first_n: 3, protect_last_n: 2 });
     const where = claudeHome();
     const turns = ['Turn one: what does the shell answer?', 'Turn two: and the weather?', 'Turn three: thanks.'];
