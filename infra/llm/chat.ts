@@ -11,9 +11,10 @@ import { ModelNotAvailableError, resolveModelAlias } from '../../engine/modelReg
 import { type PreparedContext, withCacheMarkers } from '../../engine/prepareContext.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../../engine/types.js';
 import { COMPACT_BETA, type LeadingCompaction, toAnthropicRequestWithBlock } from './anthropicCompaction.js';
-import { fromAnthropicResponse, toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
+import { toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
 import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
 import { classifyProviderError, type LlmCallSite, modelNotAvailableFailure, noChoiceFailure } from './errors.js';
+import { fromAnthropicResponse } from './fromAnthropic.js';
 import { responsesChat } from './responsesChat.js';
 import { anthropicBetaCall, anthropicStreamed, type OnText, openAIStreamed } from './streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage, FinishReason } from './types.js';

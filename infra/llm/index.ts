@@ -4,6 +4,7 @@ export * from './anthropicMessages.js';
 export * from './chat.js';
 export * from './clients.js';
 export * from './errors.js';
+export * from './fromAnthropic.js';
 export * from './providers.js';
 export * from './summarizer.js';
 export * from './types.js';

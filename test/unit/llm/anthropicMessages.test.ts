@@ -4,15 +4,13 @@ import { applyAnthropicCacheControl } from '../../../engine/cacheControl.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../../../engine/types.js';
 import {
   argumentsToInput,
-  fromAnthropicRequest,
-  fromAnthropicResponse,
-  inputToArguments,
   RAW_ARGUMENTS_KEY,
   SYSTEM_TURN_FIELDS,
   TOOL_ERROR,
   toAnthropicRequest,
   toAnthropicTools,
 } from '../../../infra/llm/anthropicMessages.js';
+import { fromAnthropicRequest, fromAnthropicResponse, inputToArguments } from '../../../infra/llm/fromAnthropic.js';
 
 const PNG = 'data:image/png;base64,iVBORw0KGgo=';
 

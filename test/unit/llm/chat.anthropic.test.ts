@@ -1,8 +1,8 @@
 // chatCompletion through the real `@anthropic-ai/sdk` against the fake Messages server.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
-import { fromAnthropicRequest } from '../../../infra/llm/anthropicMessages.js';
 import { chatCompletion, DEFAULT_ANTHROPIC_MAX_TOKENS } from '../../../infra/llm/chat.js';
+import { fromAnthropicRequest } from '../../../infra/llm/fromAnthropic.js';
 import { type AnthropicFake, startAnthropicFake } from '../../support/fakes/anthropicFake.js';
 import { refusalReply, reply, toolCallsReply, truncatedReply } from '../../support/fakes/script.js';
 import { clientFor, markerCount, TEST_KEY } from './helpers.js';

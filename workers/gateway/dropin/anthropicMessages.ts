@@ -1,10 +1,11 @@
 // The drop-in Anthropic Messages endpoint (issue #12): a client written for Anthropic points its base URL at the
-// gateway and sends its whole history (system, content blocks, tool_use / tool_result) on every request. The history
-// is read as stored messages (infra/llm/anthropicMessages.ts), stored and decided on by DropinFlow, and the provider
-// serving the model gets the client's own request while the conversation was never compacted (its cache breakpoints
-// and thinking blocks as the client sent them; ours only when it set none, cacheBreakpoints.ts), or the same request
-// with the compacted, sanitised transcript as `system` and `messages` (cache breakpoints placed by SPEC §12). Signed thinking blocks are never sent with content
-// a compaction changed: the stored transcript holds none, and the answer says how many were left out.
+// gateway and sends its whole history (system, content blocks, tool_use / tool_result) on every request. The history is
+// read as stored messages (infra/llm/fromAnthropic.ts), stored and decided on by DropinFlow, and the provider serving
+// the model gets the client's own request while the conversation was never compacted (its cache breakpoints and
+// thinking blocks as the client sent them; ours only when it set none, cacheBreakpoints.ts), or the same request with
+// the compacted, sanitised transcript as `system` and `messages` (cache breakpoints placed by SPEC §12). Signed
+// thinking blocks are never sent with content a compaction changed: the stored transcript holds none, and the answer
+// says how many were left out.
 import type Anthropic from '@anthropic-ai/sdk';
 import { prepareContext } from '../../../engine/index.js';
 import { sameOrigin } from '../../../engine/nativeCompaction.js';
@@ -18,11 +19,7 @@ import {
   textAfterBlock,
   toAnthropicRequestWithBlock,
 } from '../../../infra/llm/anthropicCompaction.js';
-import {
-  fromAnthropicRequest,
-  fromAnthropicResponse,
-  toAnthropicRequest,
-} from '../../../infra/llm/anthropicMessages.js';
+import { toAnthropicRequest } from '../../../infra/llm/anthropicMessages.js';
 import {
   type AnthropicMessage,
   countTokens,
@@ -30,6 +27,7 @@ import {
   type MessagesBody,
   streamMessage,
 } from '../../../infra/llm/anthropicPassthrough.js';
+import { fromAnthropicRequest, fromAnthropicResponse } from '../../../infra/llm/fromAnthropic.js';
 import type { ProviderConfig } from '../../../infra/llm/providers.js';
 import { anthropicUsage, relayAnthropicStream } from './anthropicStream.js';
 import { withOwnBreakpoints } from './cacheBreakpoints.js';

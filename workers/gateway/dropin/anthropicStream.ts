@@ -3,8 +3,8 @@
 // from the partial JSON, the usage of message_start and message_delta. Thinking blocks reach the client; the store
 // keeps none (engine ChatMessage has no place for them).
 import type { ChatMessage, Usage } from '../../../engine/types.js';
-import { fromAnthropicResponse } from '../../../infra/llm/anthropicMessages.js';
 import type { AnthropicMessage, AnthropicStreamEvent } from '../../../infra/llm/anthropicPassthrough.js';
+import { fromAnthropicResponse } from '../../../infra/llm/fromAnthropic.js';
 import { UpstreamHttpError } from '../../../infra/llm/upstreamErrors.js';
 import { sseFrame } from '../sse.js';
 import type { StoreReply } from './streamedReply.js';
