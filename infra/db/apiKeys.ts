@@ -88,12 +88,22 @@ export function issueApiKey(
   return insertKey(db, tenantId, { label, scope });
 }
 
+/** The hash a presented key is stored and looked up by; null for a string that is no key of ours. */
+export function presentedKeyHash(key: string): string | null {
+  return key.startsWith(KEY_PREFIX) ? hashApiKey(key) : null;
+}
+
 /**
  * The key of a request, if it is valid now: its tenant, id, scope and the tenant's `limits` policy, in one statement
  * (the same round trip the key check always took, so limits cost the hot path nothing extra).
  */
-export async function resolveApiKey(db: Kysely<Database>, key: string): Promise<ResolvedKey | null> {
-  if (!key.startsWith(KEY_PREFIX)) return null;
+export function resolveApiKey(db: Kysely<Database>, key: string): Promise<ResolvedKey | null> {
+  const hash = presentedKeyHash(key);
+  return hash === null ? Promise.resolve(null) : resolveKeyHash(db, hash);
+}
+
+/** resolveApiKey for the hash of the presented key (presentedKeyHash), e.g. one a cache already computed. */
+export async function resolveKeyHash(db: Kysely<Database>, hash: string): Promise<ResolvedKey | null> {
   const row = await db
     .selectFrom('api_keys as k')
     .innerJoin('tenants as t', 't.id', 'k.tenant_id')
@@ -104,7 +114,7 @@ export async function resolveApiKey(db: Kysely<Database>, key: string): Promise<
       sql<unknown>`t.policy -> 'limits'`.as('limits'),
       sql<boolean>`k.revoked_at IS NOT NULL`.as('expires'),
     ])
-    .where('k.key_hash', '=', hashApiKey(key))
+    .where('k.key_hash', '=', hash)
     .where(sql<boolean>`(k.revoked_at IS NULL OR k.revoked_at > now())`)
     .executeTakeFirst();
   return row

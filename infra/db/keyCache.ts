@@ -13,7 +13,7 @@
 // - an entry lives at most `ttlMs`, in case notices stop arriving on a connection that still looks up.
 import type { Kysely } from 'kysely';
 import pg from 'pg';
-import { hashApiKey, type ResolvedKey, resolveApiKey } from './apiKeys.js';
+import { presentedKeyHash, type ResolvedKey, resolveKeyHash } from './apiKeys.js';
 import type { Database } from './schema.js';
 
 /** The channel migrations/0025 notifies on. */
@@ -105,11 +105,12 @@ export class KeyCache {
 
   /** The key of a request, if it is valid now (resolveApiKey), from the cache while that is exact. */
   async resolve(db: Kysely<Database>, key: string): Promise<ResolvedKey | null> {
+    const hash = presentedKeyHash(key);
+    if (hash === null) return null;
     if (!this.client) {
       this.lookups += 1;
-      return resolveApiKey(db, key);
+      return resolveKeyHash(db, hash);
     }
-    const hash = hashApiKey(key);
     const kept = this.entries.get(hash);
     if (kept && this.now() - kept.at < this.ttlMs) {
       this.hits += 1;
@@ -118,7 +119,7 @@ export class KeyCache {
     if (kept) this.entries.delete(hash);
     const generation = this.generation;
     this.lookups += 1;
-    const found = await resolveApiKey(db, key);
+    const found = await resolveKeyHash(db, hash);
     if (found && !found.expires && this.client && generation === this.generation) {
       if (this.entries.size >= this.maxEntries) {
         const oldest = this.entries.keys().next().value;

@@ -51,7 +51,10 @@ function allowed(scope: KeyScope, request: FastifyRequest): boolean {
   return scope === 'full' || request.method === 'GET' || request.routeOptions.config.readOnly === true;
 }
 
-/** Resolves the request's key (from `keys` while it is exact: infra/db/keyCache.ts; 401 unless valid now; 403 when its scope does not cover the route). */
+/**
+ * Resolves the request's key (from `keys` while it is exact: infra/db/keyCache.ts; 401 unless valid now; 403 when its
+ * scope does not cover the route).
+ */
 export function tenantAuth(db: Kysely<Database>, keys?: KeyCache) {
   return async (request: FastifyRequest): Promise<ResolvedKey> => {
     const given = bearer(request);
