@@ -8,7 +8,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { SYSTEM_NOTE } from '../../../engine/constants.js';
 import type { ChatMessage } from '../../../engine/types.js';
-import { derivedConversationId, derivedConversationIds } from '../../../workers/gateway/dropin/history.js';
+import { derivedConversationIds } from '../../../workers/gateway/dropin/history.js';
 import { rateLimited, reply, toolCallsReply } from '../../support/fakes/script.js';
 import { capitalQuestion, openAIDropinForFile, ROUTED_CLAUDE, storedMessages } from './dropinFixtures.js';
 
@@ -245,7 +245,7 @@ describe('POST /v1/chat/completions', () => {
     // found again under that id.
     const spain: Message[] = [system('2026-11-30'), { role: 'user', content: `Capital of Spain? ${randomUUID()}` }];
     const before = derivedConversationIds('oa', tenantId, spain as ChatMessage[]).dated as string;
-    expect(before).not.toBe(derivedConversationId('oa', tenantId, spain as ChatMessage[]));
+    expect(before).not.toBe(derivedConversationIds('oa', tenantId, spain as ChatMessage[]).id);
     dropin.openai.enqueue(reply('Madrid.'));
     await dropin
       .sdk(key, { 'x-conversation-id': before })

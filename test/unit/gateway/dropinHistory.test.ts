@@ -5,7 +5,6 @@ import type { ChatMessage } from '../../../engine/types.js';
 import { digest, wireOf } from '../../../infra/db/historyKeys.js';
 import {
   branchConversationId,
-  derivedConversationId,
   derivedConversationIds,
   historyKey,
   historyKeys,
@@ -66,10 +65,10 @@ describe('conversation ids', () => {
   it('derived from the tenant and the opening (to the first user message), not from what follows', () => {
     const opening = [{ role: 'system', content: 'terse' } as ChatMessage, user('hello')];
     const later = [...opening, { role: 'assistant', content: 'hi' } as ChatMessage, user('more')];
-    expect(derivedConversationId('oa', 't1', later)).toBe(derivedConversationId('oa', 't1', opening));
-    expect(derivedConversationId('oa', 't2', opening)).not.toBe(derivedConversationId('oa', 't1', opening));
-    expect(derivedConversationId('oa', 't1', [opening[0] as ChatMessage, user('other')])).not.toBe(
-      derivedConversationId('oa', 't1', opening),
+    expect(derivedConversationIds('oa', 't1', later).id).toBe(derivedConversationIds('oa', 't1', opening).id);
+    expect(derivedConversationIds('oa', 't2', opening).id).not.toBe(derivedConversationIds('oa', 't1', opening).id);
+    expect(derivedConversationIds('oa', 't1', [opening[0] as ChatMessage, user('other')]).id).not.toBe(
+      derivedConversationIds('oa', 't1', opening).id,
     );
   });
 
@@ -78,13 +77,13 @@ describe('conversation ids', () => {
       { role: 'system', content: 'You are a coding agent.' },
       user(`<environment_context>\n  <current_date>${date}</current_date>\n</environment_context>`),
     ];
-    const today = derivedConversationId('or', 't1', opening('2026-12-06'));
-    expect(derivedConversationId('or', 't1', opening('2026-12-07'))).toBe(today);
-    expect(derivedConversationId('or', 't1', opening('2026-12-07T00:03:48.5Z'))).toBe(today);
+    const today = derivedConversationIds('or', 't1', opening('2026-12-06')).id;
+    expect(derivedConversationIds('or', 't1', opening('2026-12-07')).id).toBe(today);
+    expect(derivedConversationIds('or', 't1', opening('2026-12-07T00:03:48.5Z')).id).toBe(today);
     // Only dates: another directory, or a number that is not a date, is another opening.
-    expect(derivedConversationId('or', 't1', opening('20261207'))).not.toBe(today);
+    expect(derivedConversationIds('or', 't1', opening('20261207')).id).not.toBe(today);
     const moved = opening('2026-12-06').map((m) => (m.role === 'user' ? user(`${m.content}<cwd>/b</cwd>`) : m));
-    expect(derivedConversationId('or', 't1', moved)).not.toBe(today);
+    expect(derivedConversationIds('or', 't1', moved).id).not.toBe(today);
     // The id a conversation got before dates were set aside: the opening's digest as it came.
     const before = `or-${digest(['t1', opening('2026-12-06').map(wireOf)]).slice(0, 40)}`;
     expect(derivedConversationIds('or', 't1', opening('2026-12-06')).dated).toBe(before);
@@ -92,7 +91,7 @@ describe('conversation ids', () => {
     // An opening without a date had the same id then.
     const plain = [user('hello')];
     expect(derivedConversationIds('or', 't1', plain).dated).toBeNull();
-    expect(derivedConversationId('or', 't1', plain)).toBe(`or-${digest(['t1', plain.map(wireOf)]).slice(0, 40)}`);
+    expect(derivedConversationIds('or', 't1', plain).id).toBe(`or-${digest(['t1', plain.map(wireOf)]).slice(0, 40)}`);
   });
 
   it('a branch id depends on the history up to the differing message and fits the id pattern', () => {

@@ -41,11 +41,6 @@ export function derivedConversationIds(
   return { id, dated: JSON.stringify(plain) === JSON.stringify(wire) ? null : idOf(wire) };
 }
 
-/** The id of a history without `x-conversation-id` (derivedConversationIds). */
-export function derivedConversationId(dialect: string, tenantId: string, messages: readonly ChatMessage[]): string {
-  return derivedConversationIds(dialect, tenantId, messages).id;
-}
-
 /**
  * A compacted transcript for the provider, each of its leading system messages with the client's text of now where
  * that is the stored text but for its calendar dates: the stored message keeps the day the conversation began (and
