@@ -18,7 +18,8 @@ import {
 } from '../engine/index.js';
 import { effectiveTenantPolicy } from '../infra/config/tenantPolicy.js';
 import { createCompactionRecord, updateCompaction } from '../infra/db/compactions.js';
-import { createConversation, type LogTotals, recordApplied, totalsOf } from '../infra/db/conversations.js';
+import { type LogTotals, totalsOf } from '../infra/db/conversationHead.js';
+import { createConversation, recordApplied } from '../infra/db/conversations.js';
 import { openNotification } from '../infra/db/quietBatches.js';
 import type { Database } from '../infra/db/schema.js';
 import { withTenant } from '../infra/db/tenant.js';

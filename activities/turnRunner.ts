@@ -10,7 +10,8 @@ import type { NativeCovered, NativeReplay } from '../engine/nativeCompaction.js'
 import type { RecordedAppServerCompaction } from '../infra/db/appServer.js';
 import { updateCompaction } from '../infra/db/compactions.js';
 import { type AppendOptions, type AppendResult, appendToConversation } from '../infra/db/conversationAppend.js';
-import { selectConversation, totalsOf } from '../infra/db/conversations.js';
+import { totalsOf } from '../infra/db/conversationHead.js';
+import { selectConversation } from '../infra/db/conversations.js';
 import { historyKey } from '../infra/db/historyKeys.js';
 import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/db/messages.js';
 import { READ_ONLY, withTenant } from '../infra/db/tenant.js';

@@ -5,7 +5,7 @@
 // Keyed by the app-server's own ids, so a compaction reported twice (an activity retry) is recorded once.
 import { type Kysely, sql } from 'kysely';
 import { insertCompressEvent } from './compactionCommit/shared.js';
-import { requireLockedHead } from './conversations.js';
+import { requireLockedHead } from './conversationHead.js';
 import type { Database } from './schema.js';
 import { countCompression, lockSession } from './sessions.js';
 import { READ_ONLY, withTenant } from './tenant.js';

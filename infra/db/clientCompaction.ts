@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { insertCompressEvent } from './compactionCommit/shared.js';
-import { requireLockedHead, setTotals } from './conversations.js';
+import { requireLockedHead, setTotals } from './conversationHead.js';
 import type { ConversationRow, Database } from './schema.js';
 import { lockSession, rotateSession } from './sessions.js';
 import { READ_ONLY, withTenant } from './tenant.js';

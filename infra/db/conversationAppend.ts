@@ -7,14 +7,17 @@ import { canonicalJson } from '../../engine/commit/messageKeys.js';
 import type { ChatMessage } from '../../engine/types.js';
 import {
   addToTotals,
+  addToTotalsQuery,
+  headByTwoLocks,
   type LogTotals,
   lockConversation,
-  requireLockedHead,
+  lockedHeadQuery,
   totalsAfterAppend,
   totalsOf,
-} from './conversations.js';
-import { insertMessageRows, type RowTarget } from './messageInsert.js';
+} from './conversationHead.js';
+import { drawMessageIds, queueKnownRows, type RowTarget, type RowWithId } from './messageInsert.js';
 import { fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
+import { type PipelinedStatement, pipelined } from './pipelinedTransactions.js';
 import type { ConversationRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
 import { IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
@@ -59,55 +62,80 @@ function validateItems(items: readonly AppendItem[]): void {
   }
 }
 
+/** What an append reads before it writes: the keys the conversation holds already, the next position, fresh ids. */
+interface AppendState {
+  /** The session the position was read from. */
+  sessionId: string | null;
+  nextPosition: number;
+  stored: Map<string, StoredKeyRow>;
+  /** One id per item, increasing (`drawMessageIds`). */
+  ids: number[];
+}
+
 /**
- * The session's next position and the conversation's rows that already hold any of the keys, in one statement:
- * the stored rows, then one row (no key) carrying the session's highest active position.
+ * The session's next position, the conversation's rows that already hold any of the keys, and an id for each item,
+ * in one statement: the stored rows, then one row (no key) carrying the rest. The session is `sessionId`, or the
+ * conversation's current one (read by this statement: under the conversation's lock, the locked row's).
  */
-async function appendState(tx: Kysely<Database>, tenantId: string, target: RowTarget, keys: readonly string[]) {
+async function appendState(
+  tx: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+  sessionId: string | null,
+  keys: readonly string[],
+): Promise<AppendState> {
   // Written so that the plan does not depend on the statistics (a table that grew since its last ANALYZE had the
   // key filtered over every row of the conversation and every active position read): each key is one probe of the
   // unique index on all three columns (a LATERAL with LIMIT is never flattened into a join, which a generic plan made
   // on an empty table ran as a scan of the conversation's keys), the highest position one step back along the
   // transcript index.
-  const { rows } = await sql<StoredKeyRow & { max_position: number | null }>`
+  const { rows } = await sql<
+    StoredKeyRow & { session_id: string | null; max_position: number | null; ids: string[] | null }
+  >`
+    WITH target AS (
+      SELECT coalesce(${sessionId}::text,
+                      (SELECT current_session_id FROM conversations
+                        WHERE tenant_id = ${tenantId} AND id = ${conversationId})) AS session_id)
     SELECT m.idempotency_key, m.role, m.content, m.content_parts, m.tool_calls, m.tool_call_id, m.tool_name, m.extra,
-           m.raw_message, NULL::integer AS max_position
+           m.raw_message, NULL::text AS session_id, NULL::integer AS max_position, NULL::bigint[] AS ids
       FROM unnest(${keys}::text[]) AS k(key)
      CROSS JOIN LATERAL (
            SELECT * FROM messages
-            WHERE tenant_id = ${tenantId} AND conversation_id = ${target.conversationId} AND idempotency_key = k.key
+            WHERE tenant_id = ${tenantId} AND conversation_id = ${conversationId} AND idempotency_key = k.key
             LIMIT 1) AS m
     UNION ALL
-    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, target.session_id,
            (SELECT position FROM message_state
-             WHERE tenant_id = ${tenantId} AND session_id = ${target.sessionId} AND active
-             ORDER BY position DESC LIMIT 1)`.execute(tx);
-  const stored = new Map<string, StoredKeyRow>();
-  let maxPosition: number | null = null;
+             WHERE tenant_id = ${tenantId} AND session_id = target.session_id AND active
+             ORDER BY position DESC LIMIT 1),
+           ${drawMessageIds(keys.length)}
+      FROM target`.execute(tx);
+  const state: AppendState = { sessionId: null, nextPosition: 0, stored: new Map(), ids: [] };
   for (const row of rows) {
-    if (row.idempotency_key === null) maxPosition = row.max_position;
-    else stored.set(row.idempotency_key, row);
+    if (row.idempotency_key !== null) {
+      state.stored.set(row.idempotency_key, row);
+      continue;
+    }
+    state.sessionId = row.session_id;
+    state.nextPosition = (row.max_position ?? -1) + 1;
+    // bigint[] reads as text (connect.ts parses only a single int8 as a number).
+    state.ids = (row.ids ?? []).map(Number);
   }
-  return { nextPosition: (maxPosition ?? -1) + 1, stored };
+  return state;
 }
 
-/** Appends to a locked session: dedup and conflicts against the conversation's keys, then one insert. */
-async function appendLocked(
-  tx: TenantTx,
-  tenantId: string,
-  target: RowTarget,
+/**
+ * Sorts the items against the conversation's keys: a key stored with the same message is a duplicate, with another
+ * an IdempotencyConflictError; the others are fresh, each with its position and id. With `follows`, the batch must
+ * follow the message of this key, the conversation's `last_key` now (`head`): else nothing fresh is stored (`stale`).
+ */
+function sortItems(
+  state: AppendState,
   items: readonly AppendItem[],
-  /** The batch must follow the message of this key, the conversation's `last_key` now (`head`): else `stale`. */
   follows?: { after: string; head: string | null },
-): Promise<{ appended: AppendedMessage[]; duplicates: string[]; stale: boolean }> {
-  const state = await appendState(
-    tx,
-    tenantId,
-    target,
-    items.map((i) => i.idempotencyKey),
-  );
+): { fresh: RowWithId[]; duplicates: string[]; stale: boolean } {
   const duplicates: string[] = [];
-  const fresh: Array<{ message: ChatMessage; idempotencyKey: string; position: number }> = [];
+  const fresh: RowWithId[] = [];
   const seen = new Set<string>();
   items.forEach((item, index) => {
     const stored = state.stored.get(item.idempotencyKey);
@@ -123,20 +151,37 @@ async function appendLocked(
       return;
     }
     seen.add(item.idempotencyKey);
-    fresh.push({ ...item, position: state.nextPosition + fresh.length });
+    const id = state.ids[fresh.length];
+    if (id === undefined) throw new Error('append: fewer ids drawn than fresh items');
+    fresh.push({ ...item, position: state.nextPosition + fresh.length, id });
   });
   // Placed only right after the message it follows: when anything else was stored since, the fresh items are not.
-  if (follows && fresh.length > 0 && follows.head !== follows.after) return { appended: [], duplicates, stale: true };
-  const inserted = await insertMessageRows(tx, tenantId, target, fresh);
-  const roles = new Map(fresh.map((f) => [f.idempotencyKey, f.message.role]));
-  const appended = inserted.map((row) => ({
+  if (follows && fresh.length > 0 && follows.head !== follows.after) return { fresh: [], duplicates, stale: true };
+  return { fresh, duplicates, stale: false };
+}
+
+/**
+ * Appends to a locked session: dedup and conflicts against the conversation's keys, then the insert, queued
+ * (`queueKnownRows`: it travels with the transaction's next statement or its COMMIT).
+ */
+async function appendLocked(
+  tx: TenantTx,
+  tenantId: string,
+  target: RowTarget,
+  items: readonly AppendItem[],
+  state: AppendState,
+  follows?: { after: string; head: string | null },
+): Promise<{ appended: AppendedMessage[]; duplicates: string[]; stale: boolean }> {
+  const { fresh, duplicates, stale } = sortItems(state, items, follows);
+  const inserted = await queueKnownRows(tx, tenantId, target, fresh);
+  const appended = inserted.map((row, i) => ({
     id: row.id,
     position: row.position,
     idempotencyKey: row.idempotencyKey as string,
     tokenEstimate: row.tokenEstimate,
-    role: roles.get(row.idempotencyKey as string) ?? 'user',
+    role: fresh[i]!.message.role,
   }));
-  return { appended, duplicates, stale: false };
+  return { appended, duplicates, stale };
 }
 
 /** The key `last_key` takes after the rows (the last keyed one), or nothing to set. */
@@ -176,6 +221,10 @@ const APPEND_PLANS = { genericPlans: true } as const;
 /**
  * The conversation log's append (gateway, chat turns): the batch goes to the conversation's current session.
  * `within` runs further writes in the same transaction (e.g. the turn record of a model reply).
+ *
+ * Two round trips (issue #11: each flight costs a wake-up of both sides, and the conversation's lock is held across
+ * them): the lock travels with the read of the keys and the next position; the insert and the totals travel with the
+ * COMMIT (or with `within`'s first statement).
  */
 export async function appendToConversation(
   db: Kysely<Database>,
@@ -185,15 +234,23 @@ export async function appendToConversation(
   options: AppendOptions = {},
 ): Promise<AppendResult> {
   validateItems(items);
-  return withTenantWrite(
+  const keys = items.map((i) => i.idempotencyKey);
+  const { result, written } = await withTenantWrite(
     db,
     tenantId,
     async (tx) => {
-      const conversation = await requireLockedHead(tx, tenantId, conversationId);
+      // The read is its own statement: it runs once the lock is granted and sees what was committed before.
+      const lock = await pipelined(tx, lockedHeadQuery(tx, tenantId, conversationId));
+      let state = await appendState(tx, tenantId, conversationId, null, keys);
+      let conversation = (await lock.result).rows[0];
+      if (!conversation || state.sessionId !== conversation.current_session_id) {
+        conversation ??= await headByTwoLocks(tx, tenantId, conversationId);
+        state = await appendState(tx, tenantId, conversationId, conversation.current_session_id, keys);
+      }
       options.admit?.(conversation);
       const target = { sessionId: conversation.current_session_id, conversationId };
       const follows = options.after !== undefined ? { after: options.after, head: conversation.last_key } : undefined;
-      const { appended, duplicates, stale } = await appendLocked(tx, tenantId, target, items, follows);
+      const { appended, duplicates, stale } = await appendLocked(tx, tenantId, target, items, state, follows);
       const delta = { messages: appended.length, tokens: tokensOf(appended) };
       const fresh = appended.length > 0;
       // Under the row's lock the totals after the batch are known before the statement that writes them.
@@ -205,29 +262,39 @@ export async function appendToConversation(
         totals: fresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
       };
       const extra = options.settle?.(result, conversation) ?? null;
+      let written: PipelinedStatement<ConversationRow> | null = null;
       if (fresh) {
-        const written = await addToTotals(tx, tenantId, conversationId, delta, { ...extra, ...lastKeyOf(appended) });
-        if (written.version !== result.totals?.version || written.batchSeq !== result.totals.batchSeq) {
-          throw new Error(`conversation ${conversationId}: totals moved under its lock`);
-        }
-        result.written = written.row;
+        const set = { ...extra, ...lastKeyOf(appended) };
+        written = await pipelined(tx, addToTotalsQuery(tx, tenantId, conversationId, delta, set));
       } else if (extra) {
-        await tx
-          .updateTable('conversations')
-          .set(extra)
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', conversationId)
-          .execute();
+        await pipelined(
+          tx,
+          tx
+            .updateTable('conversations')
+            .set(extra)
+            .where('tenant_id', '=', tenantId)
+            .where('id', '=', conversationId)
+            .compile(),
+        );
       }
       if (options.within) {
         // The caller's statements are planned for their values again (e.g. a read of the session's rows).
         await tx.executeQuery(CUSTOM_PLANS());
         await options.within(tx, result);
       }
-      return result;
+      return { result, written };
     },
     APPEND_PLANS,
   );
+  if (written) {
+    // Committed: the row as the batch's statement wrote it.
+    const row = (await written.result).rows[0];
+    if (!row || row.version !== result.totals?.version || row.batch_seq !== result.totals.batchSeq) {
+      throw new Error(`conversation ${conversationId}: totals moved under its lock`);
+    }
+    result.written = row;
+  }
+  return result;
 }
 
 /**
@@ -252,7 +319,9 @@ export async function appendMessages(
     const conversation = await lockConversation(tx, tenantId, found.conversation_id);
     await lockSession(tx, tenantId, sessionId);
     const target = { sessionId, conversationId: found.conversation_id };
-    const { appended, duplicates } = await appendLocked(tx, tenantId, target, items);
+    const keys = items.map((i) => i.idempotencyKey);
+    const state = await appendState(tx, tenantId, target.conversationId, sessionId, keys);
+    const { appended, duplicates } = await appendLocked(tx, tenantId, target, items, state);
     const current = conversation?.current_session_id === sessionId ? conversation : undefined;
     let totals: LogTotals | null = current ? totalsOf(current) : null;
     if (current && appended.length > 0) {

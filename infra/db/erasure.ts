@@ -114,7 +114,7 @@ const MAX_ERASE_ATTEMPTS = 5;
 
 /**
  * Deletes the target's rows and writes the audit row, in one transaction retried as a whole. It first takes the
- * conversations' row locks, as every writer of a conversation's log does (conversations.ts lock order), so no append
+ * conversations' row locks, as every writer of a conversation's log does (conversationHead.ts lock order), so no append
  * or compaction commit of the target can land between its DELETE statements; a row added anyway (a conversation
  * created meanwhile) fails a foreign key and the whole transaction runs again.
  */

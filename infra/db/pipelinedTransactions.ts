@@ -11,6 +11,10 @@
 //
 // The prelude and the statement it travels with leave in one write to the socket (pg's socket is corked while both
 // are submitted): one wake-up of the server's backend, not two.
+//
+// A statement can also be queued (`pipelined`): it travels in the flight of the transaction's next statement or of
+// its COMMIT, so a writer whose next statements do not depend on each other's results pays one round trip for them
+// all (the append's insert, its totals and the COMMIT: infra/db/conversationAppend.ts).
 import {
   type AbortableOperationOptions,
   CompiledQuery,
@@ -78,6 +82,51 @@ export function deferredStatement(sqlText: string): CompiledQuery {
   return query;
 }
 
+/** A statement queued by `pipelined`, waiting for the flight it will travel in. */
+interface Queued {
+  query: CompiledQuery;
+  settle(outcome: PromiseSettledResult<QueryResult<unknown>>): void;
+}
+
+/** The statements `pipelined` handed to a transaction and not yet taken by its connection. */
+const toQueue = new WeakMap<CompiledQuery, Queued>();
+
+/** What `pipelined` gives back: the statement's result, once the flight it travelled in has been answered. */
+export interface PipelinedStatement<R> {
+  readonly result: Promise<QueryResult<R>>;
+}
+
+/**
+ * Queues `query` in the transaction and returns at once: it is sent in the flight of the transaction's next statement,
+ * or of its COMMIT, before that statement and in the order queued. `result` settles when that flight is answered;
+ * awaiting it before then never ends (the transaction's statements run one at a time), so read it after the next
+ * statement, or after the transaction. If the statement fails it aborts the transaction: the statement it travels
+ * with fails with its error (a COMMIT, which PostgreSQL then turns into a rollback, too). If the transaction ends
+ * before it is sent, `result` rejects. Outside a transaction of this driver the statement runs at once.
+ */
+export async function pipelined<R>(
+  tx: { executeQuery(query: CompiledQuery): Promise<QueryResult<unknown>> },
+  query: CompiledQuery<R>,
+): Promise<PipelinedStatement<R>> {
+  let settle!: Queued['settle'];
+  const result = new Promise<QueryResult<R>>((resolve, reject) => {
+    settle = (outcome) =>
+      outcome.status === 'fulfilled' ? resolve(outcome.value as QueryResult<R>) : reject(outcome.reason);
+  });
+  // Its failure is also the flight's, thrown there: a caller that never reads `result` leaves no unhandled rejection.
+  result.catch(() => undefined);
+  const own: CompiledQuery = { ...query };
+  toQueue.set(own, { query: own, settle });
+  try {
+    const direct = await tx.executeQuery(own);
+    if (toQueue.delete(own)) settle({ status: 'fulfilled', value: direct });
+  } catch (error) {
+    if (toQueue.delete(own)) settle({ status: 'rejected', reason: error });
+    throw error;
+  }
+  return { result };
+}
+
 /** The statement that opens a transaction with these settings (as kysely's PostgresDriver writes it). */
 function beginStatement(settings: TransactionSettings): string {
   if (!settings.isolationLevel && !settings.accessMode) return 'begin';
@@ -89,8 +138,11 @@ function beginStatement(settings: TransactionSettings): string {
 class PipelinedConnection implements DatabaseConnection {
   /** Statements of the opened transaction not sent yet (BEGIN first); null once sent or outside a transaction. */
   prelude: string[] | null = null;
-  /** Deferred statements of the opened transaction, sent with its next statement (`deferredStatement`). */
-  held: string[] = [];
+  /**
+   * Statements of the opened transaction sent with its next statement, in order: deferred ones (`deferredStatement`,
+   * text) and queued ones (`pipelined`).
+   */
+  held: Array<string | Queued> = [];
   /** Between BEGIN (held back or sent) and COMMIT or ROLLBACK. */
   inTransaction = false;
   readOnly = false;
@@ -99,9 +151,18 @@ class PipelinedConnection implements DatabaseConnection {
 
   // PostgresConnection takes no per-query options (cancellation goes through cancelQuery).
   async executeQuery<R>(query: CompiledQuery, _options?: AbortableOperationOptions): Promise<QueryResult<R>> {
-    if (deferrable.has(query) && this.inTransaction) {
-      (this.prelude ?? this.held).push(query.sql);
-      return { rows: [] };
+    if (this.inTransaction) {
+      if (deferrable.has(query)) {
+        if (this.prelude) this.prelude.push(query.sql);
+        else this.held.push(query.sql);
+        return { rows: [] };
+      }
+      const queued = toQueue.get(query);
+      if (queued) {
+        toQueue.delete(query);
+        this.held.push(queued);
+        return { rows: [] };
+      }
     }
     if (this.prelude === null && this.held.length === 0) return this.inner.executeQuery<R>(query);
     const [result] = await this.send([query]);
@@ -109,27 +170,47 @@ class PipelinedConnection implements DatabaseConnection {
   }
 
   /**
-   * Writes the held-back prelude (if any) and the statements to the socket, as one write (`inFlight`), before awaiting
-   * any answer (pg in pipeline mode), then their results in order. The first failure is the one that explains (a
-   * failed prelude has aborted the transaction, or never opened it): it is thrown once all have answered.
+   * Writes the held-back prelude and statements (if any) and then `queries` to the socket, as one write (`inFlight`),
+   * before awaiting any answer (pg in pipeline mode), then their results in order. Consecutive texts held back travel
+   * as one simple-protocol message. The first failure is the one that explains (a failed prelude has aborted the
+   * transaction, or never opened it; a failed statement has aborted it): it is thrown once all have answered.
    */
-  private async send(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
-    const sent: Promise<QueryResult<unknown>>[] = [];
-    let opened = 0;
+  async send(queries: readonly CompiledQuery[]): Promise<QueryResult<unknown>[]> {
+    const items = [...(this.prelude ?? []), ...this.held];
+    this.prelude = null;
+    this.held = [];
+    const sent: Array<{ answer: Promise<QueryResult<unknown>>; queued?: Queued }> = [];
     inFlight(() => {
-      const held = [...(this.prelude ?? []), ...this.held];
-      if (held.length > 0) {
-        sent.push(this.inner.executeQuery(CompiledQuery.raw(held.join('; '), [])));
-        this.prelude = null;
-        this.held = [];
-        opened = 1;
+      let texts: string[] = [];
+      const sendTexts = () => {
+        if (texts.length > 0) sent.push({ answer: this.inner.executeQuery(CompiledQuery.raw(texts.join('; '), [])) });
+        texts = [];
+      };
+      for (const item of items) {
+        if (typeof item === 'string') {
+          texts.push(item);
+          continue;
+        }
+        sendTexts();
+        sent.push({ answer: this.inner.executeQuery(item.query), queued: item });
       }
-      for (const query of queries) sent.push(this.inner.executeQuery(query));
+      sendTexts();
+      for (const query of queries) sent.push({ answer: this.inner.executeQuery(query) });
     });
-    const settled = await Promise.allSettled(sent);
+    const settled = await Promise.allSettled(sent.map((s) => s.answer));
+    settled.forEach((outcome, i) => {
+      sent[i]?.queued?.settle(outcome);
+    });
     const failed = settled.find((outcome) => outcome.status === 'rejected');
     if (failed) throw failed.reason;
-    return settled.slice(opened).map((outcome) => (outcome as PromiseFulfilledResult<QueryResult<unknown>>).value);
+    return settled
+      .slice(sent.length - queries.length)
+      .map((outcome) => (outcome as PromiseFulfilledResult<QueryResult<unknown>>).value);
+  }
+
+  /** Statements queued by `pipelined` wait to be sent. */
+  get queued(): boolean {
+    return this.held.some((item) => typeof item !== 'string');
   }
 
   async *streamQuery<R>(
@@ -143,14 +224,22 @@ class PipelinedConnection implements DatabaseConnection {
 
   /** Sends the held-back statements on their own (before a stream). */
   async flush(): Promise<void> {
-    const held = [...(this.prelude ?? []), ...this.held];
-    this.prelude = null;
-    this.held = [];
-    if (held.length > 0) await this.inner.executeQuery(CompiledQuery.raw(held.join('; '), []));
+    if (this.prelude !== null || this.held.length > 0) await this.send([]);
   }
 
-  /** The transaction ends: its statements held back are dropped; the next user starts afresh. */
+  /**
+   * The transaction ends: its statements held back are dropped (a queued one's result rejects); the next user
+   * starts afresh.
+   */
   settle(): void {
+    for (const item of this.held) {
+      if (typeof item !== 'string') {
+        item.settle({
+          status: 'rejected',
+          reason: new Error('not sent: the transaction ended before its next flight'),
+        });
+      }
+    }
     this.prelude = null;
     this.held = [];
     this.inTransaction = false;
@@ -171,9 +260,10 @@ class PipelinedConnection implements DatabaseConnection {
 
 /**
  * kysely's PostgresDriver, with BEGIN held back until the transaction's first statement (see the top of this file).
- * COMMIT of a transaction that sent nothing sends nothing. COMMIT of a read-only transaction is sent and not awaited:
- * there is nothing to make durable, the results are complete, and the connection's next statements queue behind it.
- * Every other COMMIT and ROLLBACK is awaited as before.
+ * COMMIT of a transaction that sent nothing sends nothing. COMMIT of a transaction with statements queued
+ * (`pipelined`) travels in their flight. COMMIT of a read-only transaction is sent and not awaited: there is nothing
+ * to make durable, the results are complete, and the connection's next statements queue behind it. Every other COMMIT
+ * and ROLLBACK is awaited as before.
  */
 export class PipelinedPostgresDriver extends PostgresDriver {
   readonly #wrappers = new WeakMap<PostgresConnection, PipelinedConnection>();
@@ -207,6 +297,16 @@ export class PipelinedPostgresDriver extends PostgresDriver {
 
   override async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const wrapper = connection as PipelinedConnection;
+    if (wrapper.queued) {
+      // The queued statements travel with the COMMIT. One that fails has aborted the transaction, which the COMMIT
+      // then rolls back: its error is thrown (kysely's rollback that follows finds no transaction, a warning).
+      try {
+        await wrapper.send([CompiledQuery.raw('commit', [])]);
+      } finally {
+        wrapper.settle();
+      }
+      return;
+    }
     const opened = wrapper.prelude === null;
     wrapper.settle();
     if (!opened) return; // never opened

@@ -9,7 +9,7 @@ import { type Kysely, sql, type UpdateObject } from 'kysely';
 import type { NotificationFold, StoredBatch } from '../../contracts/conversationLog.js';
 import { notifiedAfter, type RulesStanding, turnRunsWithoutWorkflow } from '../../engine/gatewayTurns.js';
 import { foldQuiet, isQuiet } from '../../engine/quietBatches.js';
-import { requireLockedConversation } from './conversations.js';
+import { requireLockedConversation } from './conversationHead.js';
 import type { ConversationRow, Database } from './schema.js';
 import { withTenantWrite } from './writeRetry.js';
 

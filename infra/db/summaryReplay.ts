@@ -5,7 +5,7 @@ import type { ReplayNotAppliedReason, ReplayNote } from '../../contracts/compact
 import { SUMMARY_PREFIX } from '../../engine/constants.js';
 import type { ChatMessage, ContentPart } from '../../engine/types.js';
 import { COMMITTED_STATUSES, commitNoteOf, isCommitted, lockCompaction, selectCompaction } from './compactions.js';
-import { lockConversation, setTotals } from './conversations.js';
+import { lockConversation, setTotals } from './conversationHead.js';
 import { insertMessageRows } from './messageInsert.js';
 import { fieldsToMessage } from './messageRows.js';
 import { MESSAGE_COLUMNS_OF_M, selectWithState } from './messages.js';

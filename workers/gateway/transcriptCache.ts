@@ -3,13 +3,13 @@
 // per turn; the whole read was a tenth of the server's time per turn and grew with the conversation).
 //
 // Safe by the log's own counters, not by trust in this process: a message row never changes after its insert, and a
-// reading stays valid as long as the conversation's rewrites (infra/db/conversations.ts `rewritesOf`) and current
+// reading stays valid as long as the conversation's rewrites (infra/db/conversationHead.ts `rewritesOf`) and current
 // session are those it was read at — then its rows are still active, in place, and everything since sits after its
 // last position. Whichever process appended in between (another gateway, the worker), the rows after that position
 // are read under the append's lock. A reading is kept only after its transaction committed. Least recently used
 // transcripts go first beyond the budget (estimated tokens, the rows' own estimates).
 import type { Kysely } from 'kysely';
-import { rewritesOf } from '../../infra/db/conversations.js';
+import { rewritesOf } from '../../infra/db/conversationHead.js';
 import { type StoredMessage, selectActiveAfter, selectActiveRows } from '../../infra/db/messages.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 

@@ -10,7 +10,7 @@ import type { CommitNote } from '../../../contracts/compaction.js';
 import { SUMMARY_PREFIX } from '../../../engine/constants.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { commitNoteOf, lockCompaction } from '../compactions.js';
-import { type LogTotals, lockConversation, setTotals, totalsOf } from '../conversations.js';
+import { type LogTotals, lockConversation, setTotals, totalsOf } from '../conversationHead.js';
 import { withStoredExtra } from '../messageRows.js';
 import { selectActiveRows, selectTranscriptTotals } from '../messages.js';
 import type { CompactionRow, ConversationRow, Database, SessionRow } from '../schema.js';

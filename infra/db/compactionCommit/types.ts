@@ -2,7 +2,7 @@
 import type { StoredStats } from '../../../contracts/compaction.js';
 import type { CompactedTranscript } from '../../../engine/commit/plan.js';
 import type { ChatMessage } from '../../../engine/types.js';
-import type { LogTotals } from '../conversations.js';
+import type { LogTotals } from '../conversationHead.js';
 
 /** What the reassemble phase hands to the commit. */
 export interface CommitInput extends CompactedTranscript {

@@ -4,7 +4,6 @@
 // tenant's transaction survives into the next use of the same connection, and a failed prelude stops the statement
 // that travels with it.
 
-import net from 'node:net';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDb } from '../../../infra/db/connect.js';
@@ -13,6 +12,7 @@ import { deferredStatement } from '../../../infra/db/pipelinedTransactions.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { CUSTOM_PLANS, type TenantTx, withTenant } from '../../../infra/db/tenant.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { countingWrites } from '../../support/harness/socketWrites.js';
 import { assistant, seedSession, user } from './storeFixtures.js';
 
 let testDb: TestDatabase;
@@ -138,27 +138,6 @@ describe('withTenant on a reused connection', () => {
     }
   });
 });
-
-/** Runs `fn`, counting the writes to any socket (each entry: the chunks of one write). */
-async function countingWrites<T>(fn: () => Promise<T>): Promise<{ result: T; writes: number[] }> {
-  const writes: number[] = [];
-  const proto = net.Socket.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
-  const { _write, _writev } = proto;
-  proto._write = function (this: unknown, ...args: unknown[]) {
-    writes.push(1);
-    return _write!.apply(this, args);
-  };
-  proto._writev = function (this: unknown, ...args: unknown[]) {
-    writes.push((args[0] as unknown[]).length);
-    return _writev!.apply(this, args);
-  };
-  try {
-    return { result: await fn(), writes };
-  } finally {
-    proto._write = _write!;
-    proto._writev = _writev!;
-  }
-}
 
 const planMode = async (db: Kysely<Database> | TenantTx) =>
   (await sql<{ mode: string }>`SELECT current_setting('plan_cache_mode') AS mode`.execute(db)).rows[0]?.mode;

@@ -571,7 +571,7 @@ export class SimConversation {
   /**
    * The child's outcome; a committed one has swapped the transcript in the log, bumping its version and — unless it
    * is the background compaction whose rules are current, published to fold until its settlement — the
-   * notification epoch (infra/db/conversations.ts setTotals).
+   * notification epoch (infra/db/conversationHead.ts setTotals).
    */
   private commitOf(script: SimOutcome, options: { background?: boolean } = {}): CompactionOutcome {
     const { log } = this;
