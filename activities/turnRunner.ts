@@ -155,6 +155,8 @@ export function createTurnRunner(deps: RespondDeps) {
       [{ message: result.message, idempotencyKey: replyKeyOf(input, result.message) }],
       {
         ...(settle ? { settle } : {}),
+        // The turn's answer carries the status of the conversation as its reply left it (directTurn.ts).
+        row: true,
         within: async (tx, append) => {
           const reply = append.appended[0];
           if (!reply) return; // stored by a concurrent attempt, which also recorded the turn

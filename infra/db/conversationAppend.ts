@@ -46,7 +46,7 @@ export interface AppendResult {
   conversationId: string;
   /** The conversation's totals after the batch (null: the session has no conversation record). */
   totals: LogTotals | null;
-  /** The conversation's row as the batch's statement wrote it (appendToConversation, fresh rows only). */
+  /** The conversation's row as the batch's statement wrote it (appendToConversation with `row`, fresh rows only). */
   written?: ConversationRow;
   /** `after` did not hold: the batch's new items were not stored (appendToConversation). */
   stale?: boolean;
@@ -207,6 +207,8 @@ export interface AppendOptions {
    * (`last_key`), the batch's new items are not stored (`stale`); its duplicates are reported as usual.
    */
   after?: string;
+  /** `written` comes back: the conversation's row as the batch's statement wrote it (else only its totals, checked). */
+  row?: boolean;
 }
 
 const tokensOf = (rows: readonly AppendedMessage[]) => rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
@@ -240,7 +242,7 @@ export async function appendToConversation(
     tenantId,
     async (tx) => {
       // The read is its own statement: it runs once the lock is granted and sees what was committed before.
-      const lock = await pipelined(tx, lockedHeadQuery(tx, tenantId, conversationId));
+      const lock = await pipelined(tx, lockedHeadQuery(tenantId, conversationId));
       let state = await appendState(tx, tenantId, conversationId, null, keys);
       let conversation = (await lock.result).rows[0];
       if (!conversation || state.sessionId !== conversation.current_session_id) {
@@ -262,10 +264,11 @@ export async function appendToConversation(
         totals: fresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
       };
       const extra = options.settle?.(result, conversation) ?? null;
-      let written: PipelinedStatement<ConversationRow> | null = null;
+      let written: PipelinedStatement<Pick<ConversationRow, 'version' | 'batch_seq'>> | null = null;
       if (fresh) {
         const set = { ...extra, ...lastKeyOf(appended) };
-        written = await pipelined(tx, addToTotalsQuery(tx, tenantId, conversationId, delta, set));
+        const returning = options.row ? 'row' : 'totals';
+        written = await pipelined(tx, addToTotalsQuery(tx, tenantId, conversationId, delta, set, returning));
       } else if (extra) {
         await pipelined(
           tx,
@@ -292,7 +295,7 @@ export async function appendToConversation(
     if (!row || row.version !== result.totals?.version || row.batch_seq !== result.totals.batchSeq) {
       throw new Error(`conversation ${conversationId}: totals moved under its lock`);
     }
-    result.written = row;
+    if (options.row) result.written = row as ConversationRow;
   }
   return result;
 }

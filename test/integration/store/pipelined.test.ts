@@ -4,6 +4,8 @@
 // (infra/db/conversationAppend.ts), with everything it stored read back exactly.
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { commitRotation } from '../../../infra/db/compactionCommit/index.js';
+import { createCompactionRecord } from '../../../infra/db/compactions.js';
 import { createDb } from '../../../infra/db/connect.js';
 import { appendToConversation } from '../../../infra/db/conversationAppend.js';
 import { getConversation } from '../../../infra/db/conversations.js';
@@ -14,7 +16,7 @@ import { type TenantTx, withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { countingWrites } from '../../support/harness/socketWrites.js';
-import { assistant, newConversation, uniqueId, user } from './storeFixtures.js';
+import { assistant, newConversation, statsFor, summaryText, uniqueId, user } from './storeFixtures.js';
 
 let testDb: TestDatabase;
 /** One connection, opened before anything is counted: every statement is written as it is submitted. */
@@ -134,7 +136,12 @@ describe('the append, on queued statements', () => {
       { message: assistant(`answer ${n}`), idempotencyKey: `a${n}` },
     ];
     const first = await appendToConversation(single, A, conv, batch(1));
-    const { result, writes } = await countingWrites(() => appendToConversation(single, A, conv, batch(2)));
+    // Without `row` the totals' statement returns only what checks them.
+    expect(first.written).toBeUndefined();
+    expect(first.totals).toMatchObject({ version: 1, batchSeq: 1 });
+    const { result, writes } = await countingWrites(() =>
+      appendToConversation(single, A, conv, batch(2), { row: true }),
+    );
     expect(writes.length).toBe(2);
 
     // What it says it stored is what is stored: ids drawn beforehand, increasing; positions after the first batch.
@@ -161,5 +168,56 @@ describe('the append, on queued statements', () => {
     expect(again.result).toMatchObject({ appended: [], duplicates: ['q2', 'a2'] });
     expect(again.writes.length).toBe(2);
     expect(await getConversation(single, A, conv)).toEqual(head);
+  });
+  it('appends racing a rotation: each batch once, whole and in order, in the session current when it locked', async () => {
+    const conv = await newConversation(testDb.db, A);
+    const seed = await appendToConversation(testDb.db, A, conv, [
+      { message: user('q0'), idempotencyKey: 'seed-q' },
+      { message: assistant('a0'), idempotencyKey: 'seed-a' },
+    ]);
+    const compactionId = uniqueId('compact');
+    await createCompactionRecord(testDb.db, A, {
+      id: compactionId,
+      sessionId: seed.sessionId,
+      conversationId: conv,
+      seq: 1,
+      trigger: 'manual',
+      inPlace: false,
+    });
+    const newSessionId = uniqueId('rotated');
+    // Twelve appends start with the rotation: those that wait for its lock find the current session changed.
+    const batches = Array.from({ length: 12 }, (_, b) => [
+      { message: user(`q${b + 1}`), idempotencyKey: `q${b + 1}` },
+      { message: assistant(`a${b + 1}`), idempotencyKey: `a${b + 1}` },
+    ]);
+    const [rotation, ...appends] = await Promise.all([
+      commitRotation(testDb.db, A, {
+        compactionId,
+        oldSessionId: seed.sessionId,
+        newSessionId,
+        expectedRowIds: seed.appended.map((r) => r.id),
+        output: [assistant(summaryText('earlier'))],
+        summaryIndex: 0,
+        summaryBody: 'earlier',
+        fallbackUsed: false,
+        stats: statsFor('earlier'),
+      }),
+      ...batches.map((items) => appendToConversation(testDb.db, A, conv, items)),
+    ]);
+    expect(rotation.sessionId).toBe(newSessionId);
+    const head = await getConversation(testDb.db, A, conv);
+    expect(head).toMatchObject({ current_session_id: newSessionId, batch_seq: 13 });
+    const transcript = await loadTranscript(testDb.db, A, newSessionId);
+    expect(transcript.map((r) => r.position)).toEqual(transcript.map((_, i) => i));
+    expect(head?.active_messages).toBe(transcript.length);
+    const contents = transcript.map((r) => r.message.content as string);
+    expect(contents[0]).toBe(summaryText('earlier'));
+    // Every batch once, its two messages next to each other, in the order the appends took the lock.
+    expect(contents.slice(1).sort()).toEqual(batches.flatMap((b) => b.map((i) => i.message.content as string)).sort());
+    for (let i = 1; i < contents.length; i += 2) {
+      expect(contents[i + 1]).toBe(`a${(contents[i] as string).slice(1)}`);
+    }
+    const bySeq = appends.toSorted((x, y) => (x.totals?.batchSeq ?? 0) - (y.totals?.batchSeq ?? 0));
+    expect(bySeq.map((r) => r.totals?.batchSeq)).toEqual(Array.from({ length: 12 }, (_, i) => i + 2));
   });
 });

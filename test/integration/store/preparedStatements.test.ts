@@ -104,7 +104,7 @@ describe('prepared statements', () => {
       return { generic: found[0]?.generic_plans, custom: found[0]?.custom_plans };
     };
     // Named from the second append on: five executions each, every one on the plan made for the first.
-    for (const fragment of ['jsonb_to_recordset', 'FROM unnest', 'for no key update', 'update "conversations"']) {
+    for (const fragment of ['jsonb_to_recordset', 'FROM unnest', 'FOR NO KEY UPDATE', 'update "conversations"']) {
       expect(plans(fragment), fragment).toEqual({ generic: 5, custom: 0 });
     }
     expect(plans('SELECT count(*) FROM messages WHERE conversation_id')).toEqual({ generic: 0, custom: 5 });
