@@ -17,7 +17,7 @@ import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/
 import { READ_ONLY, withTenant } from '../infra/db/tenant.js';
 import { insertTurn, selectTurn, turnUsage } from '../infra/db/turns.js';
 import { chatCompletion } from '../infra/llm/chat.js';
-import { createProviderClient } from '../infra/llm/clients.js';
+import { ProviderClients } from '../infra/llm/clients.js';
 import { chatProviderOf, chatProviderProblem, type ProviderConfig } from '../infra/llm/providers.js';
 import type { OnText } from '../infra/llm/streamedCall.js';
 import type { ChatResult } from '../infra/llm/types.js';
@@ -46,6 +46,7 @@ export function createTurnRunner(deps: RespondDeps) {
   const { db } = deps;
   const env = deps.env ?? process.env;
   const appServer = createAppServerSessions({ db, appServers: deps.appServers ?? null });
+  const clients = new ProviderClients();
 
   /**
    * Where a turn starts, in one read-only transaction: the turn as stored by an earlier attempt (reply and turn are
@@ -109,7 +110,7 @@ export function createTurnRunner(deps: RespondDeps) {
       });
       return { provider, result: turn.result, appServer: turn.compactions };
     }
-    const client = createProviderClient(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
+    const client = clients.get(provider, { timeoutMs: deps.respondTimeoutMs ?? 300_000, env });
     // A Responses provider: from the newest native checkpoint on, with the gate's field (responsesNative.ts).
     const native = await nativeRequest(db, input, client, rows);
     // An Anthropic route: from the session's compaction block, when this route issued it (anthropicNative.ts).

@@ -105,3 +105,30 @@ export function createProviderClient(provider: ProviderConfig, options: ClientOp
   }
   return { ...base, kind: 'openai', openai: createOpenAIClient(settings) };
 }
+
+/**
+ * Provider clients kept for reuse (a chat turn's model call, activities/turnRunner.ts): one per provider
+ * configuration, key and timeout. Building an SDK client for every turn cost ~0.1 ms of the gateway's CPU (issue
+ * #11); a key variable that changes gets a new client, as does a reloaded configuration (a new object).
+ */
+export class ProviderClients {
+  private readonly kept = new WeakMap<ProviderConfig, Map<string, ProviderClient>>();
+
+  get(provider: ProviderConfig, options: ClientOptions): ProviderClient {
+    const apiKey = providerApiKey(provider, options.env ?? process.env);
+    const key = `${options.timeoutMs}\u0000${apiKey ?? ''}`;
+    let clients = this.kept.get(provider);
+    if (!clients) {
+      clients = new Map();
+      this.kept.set(provider, clients);
+    }
+    let client = clients.get(key);
+    if (!client) {
+      // Bounded: a key that keeps changing leaves no trail of clients.
+      if (clients.size >= 4) clients.clear();
+      client = createProviderClient(provider, options);
+      clients.set(key, client);
+    }
+    return client;
+  }
+}

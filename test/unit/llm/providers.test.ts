@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
+import { type ProviderClient, ProviderClients } from '../../../infra/llm/clients.js';
 import { ProviderKeyMissingError, providerApiKey } from '../../../infra/llm/providerKeys.js';
 import { cachingRouteFor, parseProvidersConfig, providerServingModel } from '../../../infra/llm/providers.js';
+import { providerConfig } from './helpers.js';
 
 function providersOf(yaml: string) {
   return parseProvidersConfig(parseConfigText(yaml).raw);
@@ -201,5 +203,28 @@ providers:
     expect(cachingRouteFor(empty, 'openai')).toBeNull();
     expect(cachingRouteFor(empty, 'mystery')).toBeNull();
     expect(cachingRouteFor(null, null)).toBeNull();
+  });
+});
+
+describe('ProviderClients: SDK clients kept for reuse', () => {
+  const openai = (client: ProviderClient) => (client.kind === 'openai' ? client.openai : null);
+
+  it('one client per provider, key and timeout; a changed key or configuration gets a new one', () => {
+    const clients = new ProviderClients();
+    const provider = providerConfig('local', 'openai', 'http://127.0.0.1:9/v1');
+    const first = clients.get(provider, { env: { TEST_LLM_KEY: 'sk-one' }, timeoutMs: 5_000 });
+    expect(clients.get(provider, { env: { TEST_LLM_KEY: 'sk-one' }, timeoutMs: 5_000 })).toBe(first);
+    expect(openai(first)?.apiKey).toBe('sk-one');
+
+    const rotated = clients.get(provider, { env: { TEST_LLM_KEY: 'sk-two' }, timeoutMs: 5_000 });
+    expect(rotated).not.toBe(first);
+    expect(openai(rotated)?.apiKey).toBe('sk-two');
+    const slower = clients.get(provider, { env: { TEST_LLM_KEY: 'sk-two' }, timeoutMs: 9_000 });
+    expect(slower).not.toBe(rotated);
+    expect(slower.timeoutMs).toBe(9_000);
+
+    const reloaded = { ...provider };
+    expect(clients.get(reloaded, { env: { TEST_LLM_KEY: 'sk-two' }, timeoutMs: 5_000 })).not.toBe(rotated);
+    expect(() => clients.get(provider, { env: {}, timeoutMs: 5_000 })).toThrow(ProviderKeyMissingError);
   });
 });
