@@ -14,8 +14,9 @@ import { totalsOf } from '../infra/db/conversationHead.js';
 import { selectConversation } from '../infra/db/conversations.js';
 import { historyKey } from '../infra/db/historyKeys.js';
 import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/db/messages.js';
+import { pipelined } from '../infra/db/pipelinedTransactions.js';
 import { READ_ONLY, withTenant } from '../infra/db/tenant.js';
-import { insertTurn, selectTurn, turnUsage } from '../infra/db/turns.js';
+import { insertTurnQuery, selectTurn, turnUsage } from '../infra/db/turns.js';
 import { chatCompletion } from '../infra/llm/chat.js';
 import { ProviderClients } from '../infra/llm/clients.js';
 import { chatProviderOf, chatProviderProblem, type ProviderConfig } from '../infra/llm/providers.js';
@@ -161,23 +162,27 @@ export function createTurnRunner(deps: RespondDeps) {
         within: async (tx, append) => {
           const reply = append.appended[0];
           if (!reply) return; // stored by a concurrent attempt, which also recorded the turn
-          await insertTurn(tx, input.tenantId, {
-            id: input.turnKey,
-            sessionId: append.sessionId,
-            conversationId: input.conversationId,
-            model: input.model,
-            provider: provider.id,
-            messageId: reply.id,
-            finishReason: result.finishReason,
-            promptTokens: result.usage.prompt_tokens,
-            completionTokens: result.usage.completion_tokens,
-            cacheReadTokens: result.usage.cache_read_tokens,
-            cacheWriteTokens: result.usage.cache_write_tokens,
-            uncachedInputTokens: result.usage.uncached_input_tokens,
-            cachingEnabled: result.cachingEnabled,
-            afterCompactionId: input.afterCompactionId,
-            replay: replay ?? null,
-          });
+          // Travels with the reply's insert and the COMMIT: if it fails, nothing of the reply is stored either.
+          await pipelined(
+            tx,
+            insertTurnQuery(tx, input.tenantId, {
+              id: input.turnKey,
+              sessionId: append.sessionId,
+              conversationId: input.conversationId,
+              model: input.model,
+              provider: provider.id,
+              messageId: reply.id,
+              finishReason: result.finishReason,
+              promptTokens: result.usage.prompt_tokens,
+              completionTokens: result.usage.completion_tokens,
+              cacheReadTokens: result.usage.cache_read_tokens,
+              cacheWriteTokens: result.usage.cache_write_tokens,
+              uncachedInputTokens: result.usage.uncached_input_tokens,
+              cachingEnabled: result.cachingEnabled,
+              afterCompactionId: input.afterCompactionId,
+              replay: replay ?? null,
+            }),
+          );
         },
       },
     );

@@ -98,22 +98,16 @@ export async function selectActiveRows(
   tenantId: string,
   sessionId: string,
 ): Promise<StoredMessage[]> {
-  const rows = await selectActiveInOrder(tx, tenantId, sessionId).select(STORED_COLUMNS).execute();
-  return rows.map(rowToStored);
+  return (await tx.executeQuery(activeRowsQuery(tx, tenantId, sessionId))).rows.map(rowToStored);
 }
 
-/** The session's active rows after `position`, in order: what was appended since a reading of the transcript. */
-export async function selectActiveAfter(
-  tx: Kysely<Database>,
-  tenantId: string,
-  sessionId: string,
-  position: number,
-): Promise<StoredMessage[]> {
-  const rows = await selectActiveInOrder(tx, tenantId, sessionId)
-    .where('s.position', '>', position)
-    .select(STORED_COLUMNS)
-    .execute();
-  return rows.map(rowToStored);
+/**
+ * The statement of selectActiveRows, or with `after` the session's active rows after that position, in order: what
+ * was appended since a reading of the transcript. For a caller that reads its rows later (`pipelined`).
+ */
+export function activeRowsQuery(tx: Kysely<Database>, tenantId: string, sessionId: string, after?: number) {
+  const inOrder = selectActiveInOrder(tx, tenantId, sessionId);
+  return (after === undefined ? inOrder : inOrder.where('s.position', '>', after)).select(STORED_COLUMNS).compile();
 }
 
 /** The transcript: active rows in position order (SPEC §1.4). */

@@ -1,8 +1,8 @@
 // Agent turns run by the system (chat backend mode) and their cache economics (migration 0004).
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import type { TurnUsage } from '../../contracts/conversation.js';
 import type { NativeReplay } from '../../engine/nativeCompaction.js';
-import type { Database } from './schema.js';
+import type { Database, TurnsTable } from './schema.js';
 import { READ_ONLY, type TenantTx, withTenant } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
 
@@ -27,7 +27,12 @@ export interface TurnRecord {
 
 /** Inserts the turn once (its id is the turn key; a retry changes nothing), in the caller's transaction. */
 export async function insertTurn(tx: TenantTx, tenantId: string, turn: TurnRecord): Promise<void> {
-  await tx
+  await tx.executeQuery(insertTurnQuery(tx, tenantId, turn));
+}
+
+/** The statement of insertTurn, for a caller that sends it later (`pipelined`). */
+export function insertTurnQuery(tx: TenantTx, tenantId: string, turn: TurnRecord) {
+  return tx
     .insertInto('turns')
     .values({
       tenant_id: tenantId,
@@ -48,7 +53,7 @@ export async function insertTurn(tx: TenantTx, tenantId: string, turn: TurnRecor
       replay: turn.replay ? JSON.stringify(turn.replay) : null,
     })
     .onConflict((oc) => oc.columns(['tenant_id', 'id']).doNothing())
-    .execute();
+    .compile();
 }
 
 /** Inserts the turn once, in its own transaction. */
@@ -58,7 +63,15 @@ export async function recordTurn(db: Kysely<Database>, tenantId: string, turn: T
 
 /** The turn with this id, within the caller's tenant transaction, or null. */
 export async function selectTurn(tx: TenantTx, id: string): Promise<TurnRecord | null> {
-  const row = await tx.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst();
+  return turnOf((await tx.executeQuery(turnQuery(tx, id))).rows[0]);
+}
+
+/** The statement of selectTurn, for a caller that reads its row later (`pipelined`); `turnOf` reads the row. */
+export const turnQuery = (tx: TenantTx, id: string) =>
+  tx.selectFrom('turns').selectAll().where('id', '=', id).compile();
+
+/** The turn of a row of `turnQuery`, or null. */
+export function turnOf(row: Selectable<TurnsTable> | undefined): TurnRecord | null {
   if (!row) return null;
   return {
     id: row.id,

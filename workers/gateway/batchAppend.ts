@@ -2,14 +2,15 @@
 // transaction, judged against the workflow's published rules (quiet batches, infra/db/quietBatches.ts): the verdict
 // says whether the workflow must hear of it. A chat turn's append also reads the turn as stored by an earlier
 // attempt and, for a turn the gateway may run itself (chatTurns.ts), the transcript it goes to the model with.
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { SubmitMessages } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { appendToConversation } from '../../infra/db/conversationAppend.js';
 import type { StoredMessage } from '../../infra/db/messages.js';
+import { type PipelinedStatement, pipelined } from '../../infra/db/pipelinedTransactions.js';
 import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
-import type { ConversationRow, Database } from '../../infra/db/schema.js';
-import { selectTurn, type TurnRecord } from '../../infra/db/turns.js';
+import type { ConversationRow, Database, TurnsTable } from '../../infra/db/schema.js';
+import { type TurnRecord, turnOf, turnQuery } from '../../infra/db/turns.js';
 import { storedBatchOf } from './logView.js';
 import { TranscriptCache, type TranscriptReading } from './transcriptCache.js';
 
@@ -52,8 +53,9 @@ export async function appendAndDecide(
 ): Promise<AppendDecided> {
   let decided: Omit<AppendDecided, 'turn' | 'context' | 'stale'> | undefined;
   let stale = false;
-  let turn: TurnRecord | null = null;
-  let reading: TranscriptReading | null = null;
+  /** The reads of a chat turn's append, answered with its COMMIT. */
+  const reads: { turn?: PipelinedStatement<Selectable<TurnsTable>>; transcript?: () => Promise<TranscriptReading> } =
+    {};
   const { turnId, transcripts } = options;
   await appendToConversation(db, tenantId, conversationId, batch.messages, {
     ...(options.after !== undefined ? { after: options.after } : {}),
@@ -69,24 +71,28 @@ export async function appendAndDecide(
       ? {
           within: async (tx) => {
             // The turn runs here: its batch is quiet, or the workflow is told of it first and cannot change what
-            // the model is sent (chatTurns.ts). Its transcript is read in the same transaction, after the turn as
-            // stored by an earlier attempt, and only if that attempt stored no reply (a transaction's statements
-            // run one at a time: reading both at once would not save the round trip).
+            // the model is sent (chatTurns.ts). The turn as stored by an earlier attempt and the transcript are read
+            // in the same transaction, both travelling with its COMMIT: the transcript is read before it is known
+            // whether that attempt stored a reply (then it is not used: a retry's read is wasted, every other turn
+            // saves two round trips).
             const verdict = decided?.decision;
             const here =
               verdict !== undefined && (!verdict.notify ? decided?.stored.seq !== null : verdict.turnUnwaited);
-            turn = await selectTurn(tx, turnId);
-            reading =
-              turn?.messageId == null && options.direct && here && decided
-                ? await (transcripts ?? new TranscriptCache()).read(tx, tenantId, decided.head)
-                : null;
+            reads.turn = await pipelined(tx, turnQuery(tx, turnId));
+            delete reads.transcript;
+            if (options.direct && here && decided) {
+              reads.transcript = await (transcripts ?? new TranscriptCache()).queueRead(tx, tenantId, decided.head);
+            }
           },
         }
       : {}),
   });
   if (!decided) throw new Error(`conversation ${conversationId}: the append did not run`);
-  const context = (reading as TranscriptReading | null)?.rows ?? null;
-  // Committed: the reading may serve the next turn.
+  // Committed: what travelled with the COMMIT has answered.
+  const turn = reads.turn ? turnOf((await reads.turn.result).rows[0]) : null;
+  const reading = turn?.messageId == null && reads.transcript ? await reads.transcript() : null;
+  const context = reading?.rows ?? null;
+  // The reading may serve the next turn.
   if (reading && transcripts) transcripts.keep(tenantId, conversationId, reading);
   return { ...decided, turn, context, stale };
 }

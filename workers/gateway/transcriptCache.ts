@@ -10,7 +10,8 @@
 // transcripts go first beyond the budget (estimated tokens, the rows' own estimates).
 import type { Kysely } from 'kysely';
 import { rewritesOf } from '../../infra/db/conversationHead.js';
-import { type StoredMessage, selectActiveAfter, selectActiveRows } from '../../infra/db/messages.js';
+import { activeRowsQuery, rowToStored, type StoredMessage } from '../../infra/db/messages.js';
+import { pipelined } from '../../infra/db/pipelinedTransactions.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 
 /** About 16 million characters of message text (4 a token). */
@@ -36,25 +37,26 @@ export class TranscriptCache {
   constructor(private readonly budgetTokens = TRANSCRIPT_CACHE_TOKENS) {}
 
   /**
-   * The active transcript of the conversation, in its append's transaction (`head`: its row as locked): the kept
-   * reading and the rows after it when the reading is still valid, else every active row.
+   * Queues the read of the conversation's active transcript in its append's transaction (`head`: its row as
+   * locked): the rows after the kept reading when that reading is still valid, else every active row. The statement
+   * travels with the transaction's next flight or its COMMIT (`pipelined`); `reading()` gives the transcript once
+   * that flight is answered.
    */
-  async read(
+  async queueRead(
     tx: Kysely<Database>,
     tenantId: string,
     head: Pick<ConversationRow, 'id' | 'current_session_id' | 'version' | 'batch_seq'>,
-  ): Promise<TranscriptReading> {
+  ): Promise<() => Promise<TranscriptReading>> {
     const sessionId = head.current_session_id;
     const rewrites = rewritesOf(head);
     const kept = this.entries.get(keyOf(tenantId, head.id));
-    if (kept && kept.sessionId === sessionId && kept.rewrites === rewrites) {
-      const last = kept.rows.at(-1);
-      if (last) {
-        const since = await selectActiveAfter(tx, tenantId, sessionId, last.position);
-        return { sessionId, rewrites, rows: kept.rows.concat(since) };
-      }
-    }
-    return { sessionId, rewrites, rows: await selectActiveRows(tx, tenantId, sessionId) };
+    const valid = kept && kept.sessionId === sessionId && kept.rewrites === rewrites ? kept.rows : [];
+    const after = valid.at(-1)?.position;
+    const read = await pipelined(tx, activeRowsQuery(tx, tenantId, sessionId, after));
+    return async () => {
+      const rows = (await read.result).rows.map(rowToStored);
+      return { sessionId, rewrites, rows: after === undefined ? rows : valid.concat(rows) };
+    };
   }
 
   /** Keeps a reading whose transaction committed. */
