@@ -85,13 +85,18 @@ export function deferredStatement(sqlText: string): CompiledQuery {
 /** A statement queued by `pipelined`, waiting for the flight it will travel in. */
 interface Queued {
   query: CompiledQuery;
+  /** Written to the socket, or settled without it: its result can be awaited. */
+  sent: boolean;
   settle(outcome: PromiseSettledResult<QueryResult<unknown>>): void;
 }
 
 /** The statements `pipelined` handed to a transaction and not yet taken by its connection. */
 const toQueue = new WeakMap<CompiledQuery, Queued>();
 
-/** What `pipelined` gives back: the statement's result, once the flight it travelled in has been answered. */
+/**
+ * What `pipelined` gives back: the statement's result, once the flight it travelled in has been answered. Reading
+ * `result` before the statement was sent throws at once: awaiting it then would wait forever.
+ */
 export interface PipelinedStatement<R> {
   readonly result: Promise<QueryResult<R>>;
 }
@@ -108,23 +113,38 @@ export async function pipelined<R>(
   tx: { executeQuery(query: CompiledQuery): Promise<QueryResult<unknown>> },
   query: CompiledQuery<R>,
 ): Promise<PipelinedStatement<R>> {
-  let settle!: Queued['settle'];
+  let resolved!: (outcome: PromiseSettledResult<QueryResult<unknown>>) => void;
   const result = new Promise<QueryResult<R>>((resolve, reject) => {
-    settle = (outcome) =>
+    resolved = (outcome) =>
       outcome.status === 'fulfilled' ? resolve(outcome.value as QueryResult<R>) : reject(outcome.reason);
   });
   // Its failure is also the flight's, thrown there: a caller that never reads `result` leaves no unhandled rejection.
   result.catch(() => undefined);
   const own: CompiledQuery = { ...query };
-  toQueue.set(own, { query: own, settle });
+  const queued: Queued = {
+    query: own,
+    sent: false,
+    settle: (outcome) => {
+      queued.sent = true;
+      resolved(outcome);
+    },
+  };
+  toQueue.set(own, queued);
   try {
     const direct = await tx.executeQuery(own);
-    if (toQueue.delete(own)) settle({ status: 'fulfilled', value: direct });
+    if (toQueue.delete(own)) queued.settle({ status: 'fulfilled', value: direct });
   } catch (error) {
-    if (toQueue.delete(own)) settle({ status: 'rejected', reason: error });
+    if (toQueue.delete(own)) queued.settle({ status: 'rejected', reason: error });
     throw error;
   }
-  return { result };
+  return {
+    get result() {
+      if (!queued.sent) {
+        throw new Error("pipelined: the statement's result was read before the flight it travels in was sent");
+      }
+      return result;
+    },
+  };
 }
 
 /** The statement that opens a transaction with these settings (as kysely's PostgresDriver writes it). */
@@ -192,6 +212,7 @@ class PipelinedConnection implements DatabaseConnection {
           continue;
         }
         sendTexts();
+        item.sent = true;
         sent.push({ answer: this.inner.executeQuery(item.query), queued: item });
       }
       sendTexts();

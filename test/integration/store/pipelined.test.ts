@@ -119,6 +119,17 @@ describe('statements queued in a transaction', () => {
     expect(await markers(key)).toEqual([]);
   });
 
+  it('reading a result before its flight throws at once, where awaiting it would wait forever', async () => {
+    const key = uniqueId('early');
+    const attempt = withTenant(single, A, async (tx) => {
+      const queued = await pipelined(tx, insertMarker(tx, key, 'early'));
+      return queued.result;
+    });
+    await expect(attempt).rejects.toThrow(/read before the flight it travels in was sent/);
+    expect(await markers(key)).toEqual([]);
+    expect(await tenantNow(single)).toBeNull();
+  });
+
   it('outside a transaction, one runs at once', async () => {
     const { writes, result } = await countingWrites(() =>
       pipelined(single, sql<{ n: number }>`SELECT 41 + 1 AS n`.compile(single)),
