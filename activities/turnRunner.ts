@@ -14,7 +14,7 @@ import { totalsOf } from '../infra/db/conversationHead.js';
 import { selectConversation } from '../infra/db/conversations.js';
 import { historyKey } from '../infra/db/historyKeys.js';
 import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/db/messages.js';
-import { pipelined } from '../infra/db/pipelinedTransactions.js';
+import { pipelined } from '../infra/db/queuedStatements.js';
 import { READ_ONLY, withTenant } from '../infra/db/tenant.js';
 import { insertTurnQuery, selectTurn, turnUsage } from '../infra/db/turns.js';
 import { chatCompletion } from '../infra/llm/chat.js';

@@ -17,7 +17,7 @@ import {
 } from './conversationHead.js';
 import { drawMessageIds, queueKnownRows, type RowTarget, type RowWithId } from './messageInsert.js';
 import { fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
-import { type PipelinedStatement, pipelined } from './pipelinedTransactions.js';
+import { type PipelinedStatement, pipelined } from './queuedStatements.js';
 import type { ConversationRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
 import { IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';

@@ -5,7 +5,7 @@ import { type Kysely, sql } from 'kysely';
 import { estimateMessageTokensRough } from '../../engine/tokens.js';
 import type { ChatMessage } from '../../engine/types.js';
 import { fieldsToMessage, messageToFields } from './messageRows.js';
-import { pipelined } from './pipelinedTransactions.js';
+import { pipelined } from './queuedStatements.js';
 import type { Database } from './schema.js';
 
 /** One row to insert: the message plus what the row says about it. */

@@ -12,9 +12,9 @@
 // The prelude and the statement it travels with leave in one write to the socket (pg's socket is corked while both
 // are submitted): one wake-up of the server's backend, not two.
 //
-// A statement can also be queued (`pipelined`): it travels in the flight of the transaction's next statement or of
-// its COMMIT, so a writer whose next statements do not depend on each other's results pays one round trip for them
-// all (the append's insert, its totals and the COMMIT: infra/db/conversationAppend.ts).
+// A statement can also be queued (`pipelined`, queuedStatements.ts): it travels in the flight of the transaction's
+// next statement or of its COMMIT, so a writer whose next statements do not depend on each other's results pays one
+// round trip for them all (the append's insert, its totals and the COMMIT: infra/db/conversationAppend.ts).
 import {
   type AbortableOperationOptions,
   CompiledQuery,
@@ -26,6 +26,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { type Queued, takeQueued } from './queuedStatements.js';
 
 /** What PostgresDriver.acquireConnection returns (kysely does not export its class). */
 type PostgresConnection = Parameters<PostgresDriver['rollbackTransaction']>[0];
@@ -82,71 +83,6 @@ export function deferredStatement(sqlText: string): CompiledQuery {
   return query;
 }
 
-/** A statement queued by `pipelined`, waiting for the flight it will travel in. */
-interface Queued {
-  query: CompiledQuery;
-  /** Written to the socket, or settled without it: its result can be awaited. */
-  sent: boolean;
-  settle(outcome: PromiseSettledResult<QueryResult<unknown>>): void;
-}
-
-/** The statements `pipelined` handed to a transaction and not yet taken by its connection. */
-const toQueue = new WeakMap<CompiledQuery, Queued>();
-
-/**
- * What `pipelined` gives back: the statement's result, once the flight it travelled in has been answered. Reading
- * `result` before the statement was sent throws at once: awaiting it then would wait forever.
- */
-export interface PipelinedStatement<R> {
-  readonly result: Promise<QueryResult<R>>;
-}
-
-/**
- * Queues `query` in the transaction and returns at once: it is sent in the flight of the transaction's next statement,
- * or of its COMMIT, before that statement and in the order queued. `result` settles when that flight is answered;
- * awaiting it before then never ends (the transaction's statements run one at a time), so read it after the next
- * statement, or after the transaction. If the statement fails it aborts the transaction: the statement it travels
- * with fails with its error (a COMMIT, which PostgreSQL then turns into a rollback, too). If the transaction ends
- * before it is sent, `result` rejects. Outside a transaction of this driver the statement runs at once.
- */
-export async function pipelined<R>(
-  tx: { executeQuery(query: CompiledQuery): Promise<QueryResult<unknown>> },
-  query: CompiledQuery<R>,
-): Promise<PipelinedStatement<R>> {
-  let resolved!: (outcome: PromiseSettledResult<QueryResult<unknown>>) => void;
-  const result = new Promise<QueryResult<R>>((resolve, reject) => {
-    resolved = (outcome) =>
-      outcome.status === 'fulfilled' ? resolve(outcome.value as QueryResult<R>) : reject(outcome.reason);
-  });
-  // Its failure is also the flight's, thrown there: a caller that never reads `result` leaves no unhandled rejection.
-  result.catch(() => undefined);
-  const own: CompiledQuery = { ...query };
-  const queued: Queued = {
-    query: own,
-    sent: false,
-    settle: (outcome) => {
-      queued.sent = true;
-      resolved(outcome);
-    },
-  };
-  toQueue.set(own, queued);
-  try {
-    const direct = await tx.executeQuery(own);
-    if (toQueue.delete(own)) queued.settle({ status: 'fulfilled', value: direct });
-  } catch (error) {
-    if (toQueue.delete(own)) queued.settle({ status: 'rejected', reason: error });
-    throw error;
-  }
-  return {
-    get result() {
-      if (!queued.sent) {
-        throw new Error("pipelined: the statement's result was read before the flight it travels in was sent");
-      }
-      return result;
-    },
-  };
-}
-
 /** The statement that opens a transaction with these settings (as kysely's PostgresDriver writes it). */
 function beginStatement(settings: TransactionSettings): string {
   if (!settings.isolationLevel && !settings.accessMode) return 'begin';
@@ -177,9 +113,8 @@ class PipelinedConnection implements DatabaseConnection {
         else this.held.push(query.sql);
         return { rows: [] };
       }
-      const queued = toQueue.get(query);
+      const queued = takeQueued(query);
       if (queued) {
-        toQueue.delete(query);
         this.held.push(queued);
         return { rows: [] };
       }

@@ -7,7 +7,7 @@ import type { SubmitMessages } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { appendToConversation } from '../../infra/db/conversationAppend.js';
 import type { StoredMessage } from '../../infra/db/messages.js';
-import { type PipelinedStatement, pipelined } from '../../infra/db/pipelinedTransactions.js';
+import { type PipelinedStatement, pipelined } from '../../infra/db/queuedStatements.js';
 import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database, TurnsTable } from '../../infra/db/schema.js';
 import { type TurnRecord, turnOf, turnQuery } from '../../infra/db/turns.js';

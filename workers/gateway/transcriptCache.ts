@@ -11,7 +11,7 @@
 import type { Kysely } from 'kysely';
 import { rewritesOf } from '../../infra/db/conversationHead.js';
 import { activeRowsQuery, rowToStored, type StoredMessage } from '../../infra/db/messages.js';
-import { pipelined } from '../../infra/db/pipelinedTransactions.js';
+import { pipelined } from '../../infra/db/queuedStatements.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 
 /** About 16 million characters of message text (4 a token). */

@@ -10,7 +10,7 @@ import { createDb } from '../../../infra/db/connect.js';
 import { appendToConversation } from '../../../infra/db/conversationAppend.js';
 import { getConversation } from '../../../infra/db/conversations.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
-import { type PipelinedStatement, pipelined } from '../../../infra/db/pipelinedTransactions.js';
+import { type PipelinedStatement, pipelined } from '../../../infra/db/queuedStatements.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { type TenantTx, withTenant } from '../../../infra/db/tenant.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
