@@ -3,6 +3,7 @@
 // bumped by every change, `batch_seq` by every accepted batch. The conversation records themselves, and what the
 // workflow publishes on them, are conversations.ts.
 import { CompiledQuery, type Kysely, sql, type UpdateObject } from 'kysely';
+import { conversationQuery } from './conversations.js';
 import type { ConversationRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
 import { ConversationNotFoundError } from './storeErrors.js';
@@ -22,13 +23,7 @@ export async function lockConversation(
   tenantId: string,
   conversationId: string,
 ): Promise<ConversationRow | undefined> {
-  return tx
-    .selectFrom('conversations')
-    .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', conversationId)
-    .forNoKeyUpdate()
-    .executeTakeFirst();
+  return conversationQuery(tx, tenantId, conversationId).forNoKeyUpdate().executeTakeFirst();
 }
 
 export async function requireLockedConversation(

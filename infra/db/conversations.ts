@@ -69,7 +69,8 @@ export async function createConversation(
   });
 }
 
-function conversationQuery(tx: Kysely<Database>, tenantId: string, conversationId: string) {
+/** The conversation's row, the tenant's only (conversationHead.ts locks it with this). */
+export function conversationQuery(tx: Kysely<Database>, tenantId: string, conversationId: string) {
   return tx.selectFrom('conversations').selectAll().where('tenant_id', '=', tenantId).where('id', '=', conversationId);
 }
 
