@@ -6,6 +6,7 @@ import { type Kysely, sql } from 'kysely';
 import { toStorableJson } from '../../contracts/storableText.js';
 import type { QuietRules } from '../../engine/quietBatches.js';
 import { type StoredMessage, selectRowsByIds } from './messages.js';
+import { pipelined } from './queuedStatements.js';
 import type { ConversationRow, Database } from './schema.js';
 import { insertSessionIfAbsent } from './sessions.js';
 import { ConversationNotFoundError } from './storeErrors.js';
@@ -132,8 +133,12 @@ export async function recordApplied(
 ): Promise<{ recorded: boolean; policyVersion: number }> {
   const expected = applied.policyVersion ?? null;
   const notices = applied.notices?.length ? JSON.stringify(toStorableJson(applied.notices)) : null;
-  const result = await withTenantWrite(db, tenantId, (tx) =>
-    sql<{ version: number | null }>`
+  // The statement travels with the COMMIT: a publication is one round trip (it is on the way of every turn that
+  // waits for the workflow's next rules, workers/gateway/turnWaits.ts).
+  const published = await withTenantWrite(db, tenantId, (tx) =>
+    pipelined(
+      tx,
+      sql<{ version: number | null }>`
       WITH policy AS (SELECT policy_version FROM tenants WHERE id = ${tenantId}),
       published AS (
         UPDATE conversations
@@ -155,8 +160,10 @@ export async function recordApplied(
           FROM published p, jsonb_to_recordset(${notices}::jsonb) AS n(key text, text text)
          WHERE ${notices}::jsonb IS NOT NULL
         ON CONFLICT (tenant_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING)
-      SELECT (SELECT policy_version FROM policy) AS version`.execute(tx),
+      SELECT (SELECT policy_version FROM policy) AS version`.compile(tx),
+    ),
   );
+  const result = await published.result;
   const policyVersion = Number(result.rows[0]?.version ?? 0);
   return { recorded: expected === null || expected === policyVersion, policyVersion };
 }

@@ -8,12 +8,12 @@ import { commitRotation } from '../../../infra/db/compactionCommit/index.js';
 import { createCompactionRecord } from '../../../infra/db/compactions.js';
 import { createDb } from '../../../infra/db/connect.js';
 import { appendToConversation } from '../../../infra/db/conversationAppend.js';
-import { getConversation } from '../../../infra/db/conversations.js';
+import { getConversation, recordApplied } from '../../../infra/db/conversations.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { type PipelinedStatement, pipelined } from '../../../infra/db/queuedStatements.js';
 import type { Database } from '../../../infra/db/schema.js';
 import { type TenantTx, withTenant } from '../../../infra/db/tenant.js';
-import { ensureTenant } from '../../../infra/db/tenants.js';
+import { ensureTenant, setTenantPolicy } from '../../../infra/db/tenants.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { countingWrites } from '../../support/harness/socketWrites.js';
 import { assistant, newConversation, statsFor, summaryText, uniqueId, user } from './storeFixtures.js';
@@ -136,6 +136,41 @@ describe('statements queued in a transaction', () => {
     );
     expect(writes.length).toBe(1);
     expect((await result.result).rows).toEqual([{ n: 42 }]);
+  });
+});
+
+describe("the workflow's publication, on a queued statement", () => {
+  it('is one flight, stores what it publishes and still refuses a status computed with an older policy', async () => {
+    // A tenant of its own: the policy change below voids the rules of every conversation of its tenant.
+    const tenant = 'queued-publication';
+    await ensureTenant(single, { id: tenant, name: tenant });
+    const conv = await newConversation(single, tenant);
+    const rules = { epoch: 4, thresholdTokens: 150_000 } as never;
+    const { result, writes } = await countingWrites(() =>
+      recordApplied(single, tenant, conv, {
+        appliedSeq: 3,
+        state: { marker: 'three' },
+        quietRules: rules,
+        policyVersion: 0,
+      }),
+    );
+    expect(writes.length).toBe(1);
+    expect(result).toEqual({ recorded: true, policyVersion: 0 });
+    expect(await getConversation(single, tenant, conv)).toMatchObject({
+      applied_seq: 3,
+      state_seq: 3,
+      state: { marker: 'three' },
+      quiet_rules: { epoch: 4, thresholdTokens: 150_000 },
+    });
+
+    // The policy's version comes back with the COMMIT: a stale status writes nothing, in one flight too.
+    const { version } = await setTenantPolicy(single, tenant, { compression: { threshold: 0.6 } });
+    const stale = await countingWrites(() =>
+      recordApplied(single, tenant, conv, { appliedSeq: 4, state: { marker: 'four' }, policyVersion: 0 }),
+    );
+    expect(stale.writes.length).toBe(1);
+    expect(stale.result).toEqual({ recorded: false, policyVersion: version });
+    expect(await getConversation(single, tenant, conv)).toMatchObject({ applied_seq: 3, state: { marker: 'three' } });
   });
 });
 
