@@ -141,10 +141,8 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
     drain(tracker, (options.drainTimeout ?? Math.max(300, options.seconds * 3)) * 1000),
     statusBurst(http, conversations, clients, options.statusTimeoutMs),
   ]);
-  // The same by as many new clients at once: each first read also opens a connection. Printed beside the figure
-  // above without a goal: right after the load (no connection opened during it), 32 connections opened in the same
-  // millisecond cost the first reads 40–90 ms on this machine, less once opened a few times (a plain Node HTTP
-  // server: 7–24 ms); the reads themselves do not differ.
+  // Again by as many new clients, each first read opening a connection: printed without a goal (right after the
+  // load, 32 connections opened at once cost the first reads 40–90 ms here; a plain Node HTTP server 7–24 ms).
   const newClientReads = await statusBurst(newClientsHttp, conversations, clients, options.statusTimeoutMs);
   await poller.stop();
   const polls = poller.polls();
@@ -345,9 +343,6 @@ function report(options: LoadOptions, f: Figures, log: (line: string) => void): 
   if (f.ingest.errorSamples.length > 0)
     log(`Error answers (first ${f.ingest.errorSamples.length}):\n  ${f.ingest.errorSamples.join('\n  ')}`);
   const readErrors = [f.reads, f.drainReads, f.newClientReads].filter((r) => r.failures > 0);
-  if (readErrors.length > 0)
-    log(
-      `Status read outcomes: during ${f.reads.outcomes}; after ${f.drainReads.outcomes}; ` +
-        `by new clients ${f.newClientReads.outcomes}`,
-    );
+  const outcomes = `during ${f.reads.outcomes}; after ${f.drainReads.outcomes}; new ${f.newClientReads.outcomes}`;
+  if (readErrors.length > 0) log(`Status read outcomes: ${outcomes}`);
 }
