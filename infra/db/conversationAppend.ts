@@ -88,7 +88,9 @@ async function appendState(
   // key filtered over every row of the conversation and every active position read): each key is one probe of the
   // unique index on all three columns (a LATERAL with LIMIT is never flattened into a join, which a generic plan made
   // on an empty table ran as a scan of the conversation's keys), the highest position one step back along the
-  // transcript index.
+  // transcript index. The session is compared with the target's column read as a value of its own (a scalar subquery
+  // over the CTE): compared with the COALESCE itself, the session was never an index condition, and each append read
+  // every active row of the tenant (by the tenant's index entries, or all of message_state once analysed).
   const { rows } = await sql<
     StoredKeyRow & { session_id: string | null; max_position: number | null; ids: string[] | null }
   >`
@@ -106,7 +108,7 @@ async function appendState(
     UNION ALL
     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, target.session_id,
            (SELECT position FROM message_state
-             WHERE tenant_id = ${tenantId} AND session_id = target.session_id AND active
+             WHERE tenant_id = ${tenantId} AND session_id = (SELECT session_id FROM target) AND active
              ORDER BY position DESC LIMIT 1),
            ${drawMessageIds(keys.length)}
       FROM target`.execute(tx);
