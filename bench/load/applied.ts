@@ -1,7 +1,7 @@
 // Processing lag: for every accepted batch, the time from its 2xx until the conversation workflow's applied position
 // (`conversations.applied_seq`, which the workflow writes when it has taken every decision due for the batches up to
-// it) covers it. Method: a poller reads applied_seq of every benchmark conversation in one query every `intervalMs`
-// (or, without SQL access, GET …/status of the conversations with pending batches). When a poll sees applied_seq
+// it) covers it. Method: a poller reads applied_seq of the conversations with batches not applied yet in one query
+// every `intervalMs` (or, without SQL access, their GET …/status). When a poll sees applied_seq
 // pass batch k, the batch was applied after the last poll that did not (or after its accept, if later) and before
 // this one; the lag is taken at the middle of that interval (error ± half the interval plus the query's own time).
 // Batch k of a conversation is its k-th accepted batch: one request is in flight per conversation (ingest.ts).
@@ -118,13 +118,21 @@ function pollEvery(intervalMs: number, round: (timed: (ms: number) => void, runn
   } satisfies Poller;
 }
 
-/** Reads applied_seq of the conversations of `tenantIds` every `intervalMs` (one query, the owner's pool). */
-export function pollApplied(db: pg.Pool, tenantIds: readonly string[], tracker: AppliedTracker, intervalMs: number) {
+/**
+ * Reads applied_seq of the conversations still behind every `intervalMs` (one query by primary key, the owner's
+ * pool). Only those: a conversation with nothing accepted since its last reading has no lag to measure, and reading
+ * all 10,000 of them every 100 ms cost the load generator 13–19 ms a poll, on the cores the product runs on.
+ */
+export function pollApplied(db: pg.Pool, tracker: AppliedTracker, intervalMs: number) {
   return pollEvery(intervalMs, async (timed) => {
+    const behind = tracker.pending();
+    if (behind.length === 0) return;
     const sent = performance.now();
     const { rows } = await db.query<{ id: string; applied_seq: string; batch_seq: string }>(
-      'SELECT id, applied_seq, batch_seq FROM conversations WHERE tenant_id = ANY($1::text[])',
-      [tenantIds],
+      `SELECT c.id, c.applied_seq, c.batch_seq
+         FROM unnest($1::text[], $2::text[]) AS k(tenant_id, id)
+         JOIN conversations c ON c.tenant_id = k.tenant_id AND c.id = k.id`,
+      [behind.map((c) => c.tenant.id), behind.map((c) => c.id)],
     );
     const received = performance.now();
     for (const row of rows) {

@@ -90,12 +90,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
   const tracker = new AppliedTracker(conversations);
   const acceptedKeys = new Map<string, string[]>();
   const poller: Poller = stack.db
-    ? pollApplied(
-        stack.db,
-        tenants.map((t) => t.id),
-        tracker,
-        options.pollMs,
-      )
+    ? pollApplied(stack.db, tracker, options.pollMs)
     : pollAppliedOverHttp(readsHttp, tracker, 4, options.pollMs);
   const cpu = sampleCpu({ rootPid: stack.rootPid, db: stack.db, database: stack.databaseName });
   const waits = stack.db && stack.databaseName ? samplePostgresWaits(stack.db, stack.databaseName) : null;
@@ -190,7 +185,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       uncertain: tracker.uncertainConversations(),
       poller: {
         method: stack.db
-          ? `SQL poll of conversations.applied_seq every ${options.pollMs} ms`
+          ? `SQL poll of conversations.applied_seq of the conversations behind, every ${options.pollMs} ms`
           : `GET …/status of the conversations behind, every ${options.pollMs} ms`,
         ...polls,
       },
