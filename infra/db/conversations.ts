@@ -70,6 +70,50 @@ export async function createConversation(
   });
 }
 
+/** The columns a published status is made of (workers/gateway/logView.ts `statusOf`). */
+const STATUS_COLUMNS = [
+  'id',
+  'model',
+  'provider',
+  'context_length',
+  'current_session_id',
+  'active_messages',
+  'active_tokens',
+  'batch_seq',
+  'applied_seq',
+  'state',
+  'state_seq',
+  'notify_epoch',
+  'quiet_rules',
+  'quiet_fold',
+] as const;
+
+/** What of the conversation's row its status shows. */
+export type StatusRow = Pick<ConversationRow, (typeof STATUS_COLUMNS)[number]>;
+
+/**
+ * The conversation's status columns only, in one read-only transaction: a status read neither receives nor parses
+ * the rest of the row (its timestamps, the notified-since record, the Codex thread), ~40 % of its columns.
+ */
+export function getConversationStatus(
+  db: Kysely<Database>,
+  tenantId: string,
+  conversationId: string,
+): Promise<StatusRow | undefined> {
+  return withTenant(
+    db,
+    tenantId,
+    (tx) =>
+      tx
+        .selectFrom('conversations')
+        .select(STATUS_COLUMNS)
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', conversationId)
+        .executeTakeFirst(),
+    READ_ONLY,
+  );
+}
+
 /** The conversation's row, the tenant's only (conversationHead.ts locks it with this). */
 export function conversationQuery(tx: Kysely<Database>, tenantId: string, conversationId: string) {
   return tx.selectFrom('conversations').selectAll().where('tenant_id', '=', tenantId).where('id', '=', conversationId);

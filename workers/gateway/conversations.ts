@@ -22,7 +22,12 @@ import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import { resolveUsableContextLength } from '../../engine/index.js';
 import { getCompaction } from '../../infra/db/compactions.js';
-import { createConversation, getConversation, waitApplied } from '../../infra/db/conversations.js';
+import {
+  createConversation,
+  getConversation,
+  getConversationStatus,
+  waitApplied,
+} from '../../infra/db/conversations.js';
 import { openNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
@@ -223,7 +228,9 @@ export class Conversations {
 
   /** The published status, from PostgreSQL (never the worker). */
   async status(tenantId: string, conversationId: string): Promise<PublishedStatus> {
-    return statusOf(tenantId, await this.require(tenantId, conversationId));
+    const row = await getConversationStatus(this.options.readDb ?? this.db, tenantId, conversationId);
+    if (!row) throw new ConversationNotFoundError(conversationId);
+    return statusOf(tenantId, row);
   }
 
   /**

@@ -6,7 +6,7 @@ import type { ConversationStatus, IncomingMessage, SubmitMessages } from '../../
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { isRealUserMessage, quietReading } from '../../engine/index.js';
 import type { AppendResult } from '../../infra/db/conversationAppend.js';
-import type { ConversationRow } from '../../infra/db/schema.js';
+import type { StatusRow } from '../../infra/db/conversations.js';
 import { accountFoldedTurns } from '../../workflows/conversation/cacheTelemetry.js';
 import { startingStatus } from '../../workflows/conversation/state.js';
 
@@ -74,7 +74,7 @@ export function storedBatchOf(result: AppendResult, batch: SubmitMessages): Stor
  * Quiet batches (engine/quietBatches.ts) are decided without the workflow: their reading and count come from the
  * fold while the rules they were judged by are current (before the first snapshot: the starting rules).
  */
-function quietOverlay(row: ConversationRow, base: ConversationStatus): Partial<ConversationStatus> {
+function quietOverlay(row: StatusRow, base: ConversationStatus): Partial<ConversationStatus> {
   const rules = row.quiet_rules;
   if (!rules || rules.epoch !== row.notify_epoch) return {};
   const fold = row.quiet_fold;
@@ -101,7 +101,7 @@ function quietOverlay(row: ConversationRow, base: ConversationStatus): Partial<C
 }
 
 /** The status from the conversation's row: the published snapshot, or the starting one before the first. */
-export function statusOf(tenantId: string, row: ConversationRow): PublishedStatus {
+export function statusOf(tenantId: string, row: StatusRow): PublishedStatus {
   const published = row.state;
   const base =
     published ??
