@@ -103,20 +103,19 @@ export function getConversationStatus(
   return withTenant(
     db,
     tenantId,
-    (tx) =>
-      tx
-        .selectFrom('conversations')
-        .select(STATUS_COLUMNS)
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', conversationId)
-        .executeTakeFirst(),
+    (tx) => conversationWhere(tx, tenantId, conversationId).select(STATUS_COLUMNS).executeTakeFirst(),
     READ_ONLY,
   );
 }
 
+/** The conversation, the tenant's only, before its columns are chosen. */
+function conversationWhere(tx: Kysely<Database>, tenantId: string, conversationId: string) {
+  return tx.selectFrom('conversations').where('tenant_id', '=', tenantId).where('id', '=', conversationId);
+}
+
 /** The conversation's row, the tenant's only (conversationHead.ts locks it with this). */
 export function conversationQuery(tx: Kysely<Database>, tenantId: string, conversationId: string) {
-  return tx.selectFrom('conversations').selectAll().where('tenant_id', '=', tenantId).where('id', '=', conversationId);
+  return conversationWhere(tx, tenantId, conversationId).selectAll();
 }
 
 export function selectConversation(
