@@ -9,14 +9,22 @@ import type OpenAI from 'openai';
 import type { CacheTtl } from '../../engine/config.js';
 import { ModelNotAvailableError, resolveModelAlias } from '../../engine/modelRegistry.js';
 import { type PreparedContext, withCacheMarkers } from '../../engine/prepareContext.js';
-import type { ChatMessage, ContentPart, ToolCall } from '../../engine/types.js';
+import type { ChatMessage, ToolCall } from '../../engine/types.js';
 import { COMPACT_BETA, type LeadingCompaction, toAnthropicRequestWithBlock } from './anthropicCompaction.js';
 import { toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
 import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
 import { classifyProviderError, type LlmCallSite, modelNotAvailableFailure, noChoiceFailure } from './errors.js';
 import { fromAnthropicResponse } from './fromAnthropic.js';
+import { chatCompletionsBody, toOpenAIMessage } from './openaiMessages.js';
 import { responsesChat } from './responsesChat.js';
-import { anthropicBetaCall, anthropicStreamed, type OnText, openAIStreamed } from './streamedCall.js';
+import {
+  anthropicBetaCall,
+  anthropicStreamed,
+  JSON_BODY,
+  type OnText,
+  openAIStreamed,
+  STREAMED,
+} from './streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage, FinishReason } from './types.js';
 
 /** Anthropic requires `max_tokens`; used when the caller gives none. */
@@ -81,29 +89,6 @@ function preparedOf(input: ChatCompletionInput, model: string): PreparedContext 
 // ---------------------------------------------------------------------------------------------------------------
 // OpenAI chat completions (also OpenRouter, vLLM, Ollama).
 
-function openAIPart(part: ContentPart): Record<string, unknown> {
-  const marker = part.cache_control ? { cache_control: { ...part.cache_control } } : {};
-  if (part.type === 'image_url') return { type: 'image_url', image_url: { ...part.image_url }, ...marker };
-  return { type: 'text', text: part.text, ...marker };
-}
-
-function openAIToolCall(call: ToolCall): Record<string, unknown> {
-  return { id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments } };
-}
-
-/** The wire fields of SPEC §1.2 (plus cache_control when caching is on); OpenAI's tool messages take no `name`. */
-export function toOpenAIMessage(message: ChatMessage): OpenAI.Chat.ChatCompletionMessageParam {
-  const content = Array.isArray(message.content) ? message.content.map(openAIPart) : message.content;
-  const wire: Record<string, unknown> = { role: message.role, content };
-  if (message.role === 'assistant' && message.tool_calls && message.tool_calls.length > 0) {
-    wire.tool_calls = message.tool_calls.map(openAIToolCall);
-  }
-  if (message.role === 'tool') wire.tool_call_id = message.tool_call_id ?? '';
-  else if (message.name !== undefined) wire.name = message.name;
-  if (message.cache_control) wire.cache_control = { ...message.cache_control };
-  return wire as unknown as OpenAI.Chat.ChatCompletionMessageParam;
-}
-
 function openAIUsage(usage: OpenAI.CompletionUsage | undefined): ChatUsage {
   const raw = (usage ?? {}) as Partial<OpenAI.CompletionUsage> & Record<string, unknown>;
   const details = (raw.prompt_tokens_details ?? {}) as Record<string, unknown>;
@@ -150,17 +135,27 @@ async function openAIChat(
   prepared: PreparedContext,
   site: LlmCallSite,
 ): Promise<ChatResult> {
-  const body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming = {
-    model,
-    messages: prepared.messages.map(toOpenAIMessage),
+  const rest = {
     ...(input.tools && input.tools.length > 0 ? { tools: input.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
     ...maxTokensParam(client, input.maxTokens),
   };
+  // The body as openaiMessages.ts serialises it (each message once while it lives), sent as the SDK's own would be:
+  // same path, client, headers, retries and errors.
   let completion: OpenAI.Chat.ChatCompletion;
   try {
     completion = input.onText
-      ? await openAIStreamed(client.openai, body, input.onText, input.signal)
-      : await client.openai.chat.completions.create(body, input.signal ? { signal: input.signal } : {});
+      ? await openAIStreamed(
+          client.openai,
+          { model, messages: prepared.messages.map(toOpenAIMessage), ...rest },
+          input.onText,
+          input.signal,
+          chatCompletionsBody(model, prepared.messages, { ...rest, ...STREAMED }),
+        )
+      : await client.openai.post<OpenAI.Chat.ChatCompletion>('/chat/completions', {
+          body: chatCompletionsBody(model, prepared.messages, rest),
+          headers: JSON_BODY,
+          ...(input.signal ? { signal: input.signal } : {}),
+        });
   } catch (err) {
     throw classifyProviderError(err, site);
   }

@@ -5,6 +5,7 @@ export * from './chat.js';
 export * from './clients.js';
 export * from './errors.js';
 export * from './fromAnthropic.js';
+export * from './openaiMessages.js';
 export * from './providers.js';
 export * from './summarizer.js';
 export * from './types.js';

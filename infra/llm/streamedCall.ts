@@ -10,17 +10,28 @@ export type OnText = (delta: string) => void;
 
 const requestOptions = (signal: AbortSignal | undefined) => (signal ? { signal } : {});
 
-/** The completion of `body`, streamed. */
+/** The type of a body the SDK sends as given (bytes). */
+export const JSON_BODY = { 'content-type': 'application/json' };
+
+/** The fields that make a Chat Completions request streamed, with the usage the store needs. */
+export const STREAMED = { stream: true, stream_options: { include_usage: true } } as const;
+
+/**
+ * The completion of `body`, streamed. `encoded`: the request's bytes as already put together (openaiMessages.ts),
+ * `body` with STREAMED; the SDK's stream helper sends them in place of serialising `body` again (its request options
+ * come after the body it builds; were that ever not so, it would send `body` itself, the same request).
+ */
 export async function openAIStreamed(
   client: OpenAI,
   body: OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
   onText: OnText,
   signal?: AbortSignal,
+  encoded?: Buffer,
 ): Promise<OpenAI.Chat.ChatCompletion> {
   const options = typeof body.stream_options === 'object' && body.stream_options !== null ? body.stream_options : {};
   const stream = client.chat.completions.stream(
-    { ...body, stream: true, stream_options: { ...options, include_usage: true } },
-    requestOptions(signal),
+    { ...body, ...STREAMED, stream_options: { ...options, ...STREAMED.stream_options } },
+    { ...requestOptions(signal), ...(encoded ? { body: encoded, headers: JSON_BODY } : {}) },
   );
   stream.on('content', (delta) => onText(delta));
   return stream.finalChatCompletion();

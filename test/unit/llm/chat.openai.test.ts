@@ -3,6 +3,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { cacheOption, chatCompletion } from '../../../infra/llm/chat.js';
+import type { OpenAIProviderClient } from '../../../infra/llm/clients.js';
+import { toOpenAIMessage } from '../../../infra/llm/openaiMessages.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import { refusalReply, reply, toolCallsReply, truncatedReply } from '../../support/fakes/script.js';
 import { clientFor, markerCount, TEST_KEY } from './helpers.js';
@@ -164,6 +166,52 @@ describe('chatCompletion — OpenAI kind', () => {
       cache_read_tokens: 6_000,
       cache_write_tokens: 3_000,
       uncached_input_tokens: 1_000,
+    });
+  });
+
+  describe('the body: the bytes openaiMessages.ts puts together, what the SDK would have serialised', () => {
+    /** The client of `provider` with every request's body (as handed to fetch) recorded. */
+    function recording(provider: OpenAIProviderClient) {
+      const bodies: unknown[] = [];
+      const openai = provider.openai.withOptions({
+        fetch: (url, init) => {
+          bodies.push(init?.body);
+          return fetch(url, init);
+        },
+      });
+      return { provider: { ...provider, openai }, bodies };
+    }
+
+    const tools = [{ type: 'function' as const, function: { name: 'ls', parameters: { type: 'object' } } }];
+
+    it('non-streaming and streamed: the messages once serialised, the fields after them, as bytes', async () => {
+      const { provider, bodies } = recording(clientFor('openai', 'openai', fake.baseURL) as OpenAIProviderClient);
+      const call = (onText?: (delta: string) => void) =>
+        chatCompletion({
+          provider,
+          model: 'gpt-5.5',
+          messages: conversation,
+          cache: null,
+          tools,
+          maxTokens: 64,
+          ...(onText ? { onText } : {}),
+        });
+      fake.enqueue(reply('one'));
+      expect((await call()).message.content).toBe('one');
+      fake.enqueue(reply('two words'));
+      const pieces: string[] = [];
+      expect((await call((delta) => pieces.push(delta))).message.content).toBe('two words');
+      expect(pieces.join('')).toBe('two words');
+
+      const wire = conversation.map(toOpenAIMessage);
+      const fields = { model: 'gpt-5.5', messages: wire, tools, max_completion_tokens: 64 };
+      const streamed = { ...fields, stream: true, stream_options: { include_usage: true } };
+      expect(bodies.map((body) => Buffer.isBuffer(body))).toEqual([true, true]);
+      expect(bodies.map((body) => String(body))).toEqual([JSON.stringify(fields), JSON.stringify(streamed)]);
+      const [plain, asStream] = fake.chatRequests();
+      expect(plain?.headers['content-type']).toBe('application/json');
+      expect(plain?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
+      expect(asStream?.body).toEqual(streamed);
     });
   });
 

@@ -10,7 +10,7 @@
 import type OpenAI from 'openai';
 import { prepareContext } from '../../../engine/index.js';
 import type { ChatMessage } from '../../../engine/types.js';
-import { toOpenAIMessage } from '../../../infra/llm/chat.js';
+import { toOpenAIMessage } from '../../../infra/llm/openaiMessages.js';
 import {
   type ChatCompletion,
   type CompletionBody,
