@@ -22,16 +22,14 @@ export interface TranscriptReading {
   sessionId: string;
   rewrites: number;
   rows: StoredMessage[];
-}
-
-interface Entry extends TranscriptReading {
+  /** The rows' estimated tokens: the kept reading's count plus the new rows' (not a sum over the whole transcript). */
   tokens: number;
 }
 
 const tokensOf = (rows: readonly StoredMessage[]) => rows.reduce((sum, row) => sum + row.tokenEstimate, 0);
 
 export class TranscriptCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, TranscriptReading>();
   private tokens = 0;
 
   constructor(private readonly budgetTokens = TRANSCRIPT_CACHE_TOKENS) {}
@@ -50,12 +48,15 @@ export class TranscriptCache {
     const sessionId = head.current_session_id;
     const rewrites = rewritesOf(head);
     const kept = this.entries.get(keyOf(tenantId, head.id));
-    const valid = kept && kept.sessionId === sessionId && kept.rewrites === rewrites ? kept.rows : [];
-    const after = valid.at(-1)?.position;
+    const valid = kept && kept.sessionId === sessionId && kept.rewrites === rewrites ? kept : null;
+    const after = valid?.rows.at(-1)?.position;
     const read = await pipelined(tx, activeRowsQuery(tx, tenantId, sessionId, after));
     return async () => {
       const rows = (await read.result).rows.map(rowToStored);
-      return { sessionId, rewrites, rows: after === undefined ? rows : valid.concat(rows) };
+      const tokens = tokensOf(rows);
+      return after === undefined || !valid
+        ? { sessionId, rewrites, rows, tokens }
+        : { sessionId, rewrites, rows: valid.rows.concat(rows), tokens: valid.tokens + tokens };
     };
   }
 
@@ -63,9 +64,9 @@ export class TranscriptCache {
   keep(tenantId: string, conversationId: string, reading: TranscriptReading): void {
     const key = keyOf(tenantId, conversationId);
     this.drop(key);
-    const tokens = tokensOf(reading.rows);
+    const { tokens } = reading;
     if (tokens > this.budgetTokens || reading.rows.length === 0) return;
-    this.entries.set(key, { ...reading, tokens });
+    this.entries.set(key, reading);
     this.tokens += tokens;
     for (const [oldest, entry] of this.entries) {
       if (this.tokens <= this.budgetTokens) break;

@@ -96,5 +96,9 @@ describe("a chat turn's append", () => {
     expect(since.rows[0]).toBe(whole.rows[0]);
     const head = await getConversation(single, T, conv);
     expect(contents(await loadTranscript(single, T, head!.current_session_id))).toEqual(contents(since.rows));
+    // Its estimate: the kept count plus the new row's, which is the whole transcript's.
+    const estimate = since.rows.reduce((sum, row) => sum + row.tokenEstimate, 0);
+    expect(estimate).toBeGreaterThan(0);
+    expect(cache.size).toEqual({ transcripts: 1, tokens: estimate });
   });
 });

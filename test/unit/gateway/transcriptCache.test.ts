@@ -9,7 +9,7 @@ function reading(tokens: number[]): TranscriptReading {
     (tokenEstimate, position) =>
       ({ id: position + 1, position, tokenEstimate, message: { role: 'user', content: 'x' } }) as StoredMessage,
   );
-  return { sessionId: 's', rewrites: 0, rows };
+  return { sessionId: 's', rewrites: 0, rows, tokens: tokens.reduce((sum, n) => sum + n, 0) };
 }
 
 describe('the transcript cache', () => {
