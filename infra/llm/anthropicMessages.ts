@@ -112,7 +112,7 @@ export const TOOL_ERROR = 'is_error';
 
 const isToolError = (row: ChatMessage) => (row as ChatMessage & { [TOOL_ERROR]?: unknown })[TOOL_ERROR] === true;
 
-function toolResultBlock(row: ChatMessage): ToolResultBlock {
+export function toolResultBlock(row: ChatMessage): ToolResultBlock {
   const block: ToolResultBlock = { type: 'tool_result', tool_use_id: row.tool_call_id ?? '' };
   if (typeof row.content === 'string') block.content = row.content;
   else if (Array.isArray(row.content)) block.content = row.content.map(partToBlock);
@@ -165,36 +165,58 @@ function inPlaceSystem(message: ChatMessage): Anthropic.MessageParam {
   return { ...own, role: 'system', content };
 }
 
-/** The request's `system` and `messages` for a ChatMessage list. Never mutates its input. */
-export function toAnthropicRequest(
+/** One entry of the request's `messages`: a message as it stands, or a run of tool rows as one user message. */
+export type RequestUnit = { message: ChatMessage } | { results: ChatMessage[] };
+
+/** The system messages that become `system`, and what each entry of `messages` is made of (rules 2 and 3). */
+export function requestUnits(
   messages: readonly ChatMessage[],
   options: AnthropicRequestOptions = {},
-): AnthropicRequestMessages {
+): { systems: ChatMessage[]; units: RequestUnit[] } {
   const leading = messages.findIndex((m) => m.role !== 'system');
   const hoisted = (i: number) => !options.systemInPlace || leading === -1 || i < leading;
   const systems = messages.filter((m, i) => m.role === 'system' && hoisted(i));
-  const out: Anthropic.MessageParam[] = [];
-  let pendingResults: ToolResultBlock[] | null = null;
+  const units: RequestUnit[] = [];
+  let pendingResults: ChatMessage[] | null = null;
   for (const [i, message] of messages.entries()) {
     if (message.role === 'system') {
       if (!hoisted(i)) {
         pendingResults = null;
-        out.push(inPlaceSystem(message));
+        units.push({ message });
       }
       continue;
     }
     if (message.role === 'tool') {
       if (!pendingResults) {
         pendingResults = [];
-        out.push({ role: 'user', content: pendingResults });
+        units.push({ results: pendingResults });
       }
-      pendingResults.push(toolResultBlock(message));
+      pendingResults.push(message);
       continue;
     }
     pendingResults = null;
-    if (message.role === 'assistant') out.push({ role: 'assistant', content: assistantContent(message) });
-    else out.push({ role: 'user', content: userContent(message) });
+    units.push({ message });
   }
+  return { systems, units };
+}
+
+/** The `messages` entry of a unit that is one message (a system message here is one that stays in place). */
+export function messageParam(message: ChatMessage): Anthropic.MessageParam {
+  if (message.role === 'system') return inPlaceSystem(message);
+  if (message.role === 'assistant') return { role: 'assistant', content: assistantContent(message) };
+  return { role: 'user', content: userContent(message) };
+}
+
+/** The request's `system` and `messages` for a ChatMessage list. Never mutates its input. */
+export function toAnthropicRequest(
+  messages: readonly ChatMessage[],
+  options: AnthropicRequestOptions = {},
+): AnthropicRequestMessages {
+  const { systems, units } = requestUnits(messages, options);
+  const out = units.map(
+    (unit): Anthropic.MessageParam =>
+      'message' in unit ? messageParam(unit.message) : { role: 'user', content: unit.results.map(toolResultBlock) },
+  );
   const system = systemParam(systems);
   return system === undefined ? { messages: out } : { system, messages: out };
 }

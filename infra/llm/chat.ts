@@ -10,6 +10,7 @@ import type { CacheTtl } from '../../engine/config.js';
 import { ModelNotAvailableError, resolveModelAlias } from '../../engine/modelRegistry.js';
 import { type PreparedContext, withCacheMarkers } from '../../engine/prepareContext.js';
 import type { ChatMessage, ToolCall } from '../../engine/types.js';
+import { anthropicMessagesBody } from './anthropicBody.js';
 import { COMPACT_BETA, type LeadingCompaction, toAnthropicRequestWithBlock } from './anthropicCompaction.js';
 import { toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
 import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
@@ -220,13 +221,12 @@ async function anthropicChat(
   const { system, messages } = leading
     ? toAnthropicRequestWithBlock(prepared.messages, leading)
     : toAnthropicRequest(prepared.messages);
-  const body: Anthropic.MessageCreateParamsNonStreaming = {
-    model,
-    max_tokens: input.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
-    messages,
+  const head = { model, max_tokens: input.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS };
+  const tail = {
     ...(system !== undefined ? { system } : {}),
     ...(input.tools && input.tools.length > 0 ? { tools: toAnthropicTools(input.tools) } : {}),
   };
+  const body: Anthropic.MessageCreateParamsNonStreaming = { ...head, messages, ...tail };
   let response: Anthropic.Message;
   try {
     if (leading) {
@@ -237,9 +237,22 @@ async function anthropicChat(
         input,
       )) as Anthropic.Message;
     } else {
+      // The SDK gets `body` for what it derives from it (headers, its timeout) and sends the bytes anthropicBody.ts
+      // put together from the same messages in its place (its request options come after the body it builds; were
+      // that ever not so, it would send `body` itself, the same request).
       response = input.onText
-        ? await anthropicStreamed(client.anthropic, body, input.onText, input.signal)
-        : await client.anthropic.messages.create(body, input.signal ? { signal: input.signal } : {});
+        ? await anthropicStreamed(
+            client.anthropic,
+            body,
+            input.onText,
+            input.signal,
+            anthropicMessagesBody(head, prepared.messages, { ...tail, stream: true }),
+          )
+        : await client.anthropic.messages.create(body, {
+            ...(input.signal ? { signal: input.signal } : {}),
+            body: anthropicMessagesBody(head, prepared.messages, tail),
+            headers: JSON_BODY,
+          });
     }
   } catch (err) {
     throw classifyProviderError(err, site);

@@ -37,14 +37,18 @@ export async function openAIStreamed(
   return stream.finalChatCompletion();
 }
 
-/** The message of `body`, streamed. */
+/** The message of `body`, streamed; `encoded`: its bytes with `stream: true`, sent in its place (as openAIStreamed). */
 export async function anthropicStreamed(
   client: Anthropic,
   body: Anthropic.MessageCreateParamsNonStreaming,
   onText: OnText,
   signal?: AbortSignal,
+  encoded?: Buffer,
 ): Promise<Anthropic.Message> {
-  const stream = client.messages.stream(body, requestOptions(signal));
+  const stream = client.messages.stream(body, {
+    ...requestOptions(signal),
+    ...(encoded ? { body: encoded, headers: JSON_BODY } : {}),
+  });
   stream.on('text', (delta) => onText(delta));
   return stream.finalMessage();
 }

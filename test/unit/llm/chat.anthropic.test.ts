@@ -1,11 +1,14 @@
 // chatCompletion through the real `@anthropic-ai/sdk` against the fake Messages server.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { applyAnthropicCacheControl } from '../../../engine/cacheControl.js';
 import type { ChatMessage } from '../../../engine/types.js';
+import { toAnthropicRequest } from '../../../infra/llm/anthropicMessages.js';
 import { chatCompletion, DEFAULT_ANTHROPIC_MAX_TOKENS } from '../../../infra/llm/chat.js';
+import type { AnthropicProviderClient } from '../../../infra/llm/clients.js';
 import { fromAnthropicRequest } from '../../../infra/llm/fromAnthropic.js';
 import { type AnthropicFake, startAnthropicFake } from '../../support/fakes/anthropicFake.js';
 import { refusalReply, reply, toolCallsReply, truncatedReply } from '../../support/fakes/script.js';
-import { clientFor, markerCount, TEST_KEY } from './helpers.js';
+import { clientFor, markerCount, plainThenStreamed, recordingFetch, TEST_KEY } from './helpers.js';
 
 let fake: AnthropicFake;
 beforeAll(async () => {
@@ -125,6 +128,36 @@ describe('chatCompletion — Anthropic kind', () => {
     });
     expect(truncated.finishReason).toBe('length');
     expect(truncated.rawFinishReason).toBe('max_tokens');
+  });
+
+  it('sends the bytes anthropicBody.ts put together, streamed or not: what the SDK would have serialised', async () => {
+    const provider = anthropic() as AnthropicProviderClient;
+    const bodies: unknown[] = [];
+    const recording = provider.anthropic.withOptions({ fetch: recordingFetch(bodies) });
+    const call = (onText?: (delta: string) => void) =>
+      chatCompletion({
+        provider: { ...provider, anthropic: recording },
+        model: 'claude-sonnet-5-5',
+        messages: conversation,
+        cache: { ttl: '1h' },
+        maxTokens: 100,
+        ...(onText ? { onText } : {}),
+      });
+    await plainThenStreamed(fake, call);
+
+    const { system, messages } = toAnthropicRequest(
+      applyAnthropicCacheControl(conversation, { cacheTtl: '1h', nativeAnthropic: true }),
+    );
+    const fields = { model: 'claude-sonnet-5-5', max_tokens: 100, messages, system };
+    expect(bodies.map((body) => Buffer.isBuffer(body))).toEqual([true, true]);
+    expect(bodies.map((body) => String(body))).toEqual([
+      JSON.stringify(fields),
+      JSON.stringify({ ...fields, stream: true }),
+    ]);
+    const [plain, streamed] = fake.messageRequests();
+    expect(plain?.headers['content-type']).toBe('application/json');
+    expect(plain?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
+    expect(streamed?.body).toEqual({ ...fields, stream: true });
   });
 
   describe('cache markers on the wire (SPEC §12, native)', () => {

@@ -7,7 +7,7 @@ import type { OpenAIProviderClient } from '../../../infra/llm/clients.js';
 import { toOpenAIMessage } from '../../../infra/llm/openaiMessages.js';
 import { type OpenAIFake, startOpenAIFake } from '../../support/fakes/openaiFake.js';
 import { refusalReply, reply, toolCallsReply, truncatedReply } from '../../support/fakes/script.js';
-import { clientFor, markerCount, TEST_KEY } from './helpers.js';
+import { clientFor, markerCount, plainThenStreamed, recordingFetch, TEST_KEY } from './helpers.js';
 
 let fake: OpenAIFake;
 beforeAll(async () => {
@@ -173,12 +173,7 @@ describe('chatCompletion — OpenAI kind', () => {
     /** The client of `provider` with every request's body (as handed to fetch) recorded. */
     function recording(provider: OpenAIProviderClient) {
       const bodies: unknown[] = [];
-      const openai = provider.openai.withOptions({
-        fetch: (url, init) => {
-          bodies.push(init?.body);
-          return fetch(url, init);
-        },
-      });
+      const openai = provider.openai.withOptions({ fetch: recordingFetch(bodies) });
       return { provider: { ...provider, openai }, bodies };
     }
 
@@ -196,12 +191,7 @@ describe('chatCompletion — OpenAI kind', () => {
           maxTokens: 64,
           ...(onText ? { onText } : {}),
         });
-      fake.enqueue(reply('one'));
-      expect((await call()).message.content).toBe('one');
-      fake.enqueue(reply('two words'));
-      const pieces: string[] = [];
-      expect((await call((delta) => pieces.push(delta))).message.content).toBe('two words');
-      expect(pieces.join('')).toBe('two words');
+      await plainThenStreamed(fake, call);
 
       const wire = conversation.map(toOpenAIMessage);
       const fields = { model: 'gpt-5.5', messages: wire, tools, max_completion_tokens: 64 };

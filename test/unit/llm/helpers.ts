@@ -3,6 +3,8 @@ import { expect } from 'vitest';
 import { createProviderClient, type ProviderClient } from '../../../infra/llm/clients.js';
 import { LlmFailure } from '../../../infra/llm/errors.js';
 import type { CachingRoute, ProviderConfig, ProviderKind } from '../../../infra/llm/providers.js';
+import type { ChatResult } from '../../../infra/llm/types.js';
+import { reply } from '../../support/fakes/script.js';
 
 export const TEST_KEY = 'sk-test-key';
 
@@ -52,4 +54,25 @@ export async function failureOf(promise: Promise<unknown>): Promise<LlmFailure> 
 /** Number of cache_control markers anywhere in a JSON value. */
 export function markerCount(value: unknown): number {
   return JSON.stringify(value).split('"cache_control"').length - 1;
+}
+
+/** A fetch that records the body each request hands it, then sends the request (an SDK's `fetch` option). */
+export function recordingFetch(bodies: unknown[]): typeof fetch {
+  return (url, init) => {
+    bodies.push(init?.body);
+    return fetch(url, init);
+  };
+}
+
+/** Two calls: one plain, answered 'one', then one streamed, answered 'two words' and heard in pieces. */
+export async function plainThenStreamed(
+  fake: { enqueue(response: ReturnType<typeof reply>): void },
+  call: (onText?: (delta: string) => void) => Promise<ChatResult>,
+): Promise<void> {
+  fake.enqueue(reply('one'));
+  expect((await call()).message.content).toBe('one');
+  fake.enqueue(reply('two words'));
+  const pieces: string[] = [];
+  expect((await call((delta) => pieces.push(delta))).message.content).toBe('two words');
+  expect(pieces.join('')).toBe('two words');
 }

@@ -5,52 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { applyAnthropicCacheControl } from '../../../engine/cacheControl.js';
 import type { ChatMessage } from '../../../engine/types.js';
 import { chatCompletionsBody, toOpenAIMessage } from '../../../infra/llm/openaiMessages.js';
-
-const text = fc.oneof(
-  fc.string(),
-  fc.string({ unit: 'binary' }), // lone surrogates: JSON.stringify escapes them
-  fc.string({ unit: fc.constantFrom('"', '\\', '\n', '\u0001', '\u2028', 'a', '字', 'é', '😀', '接口', 'ｓ') }),
-);
-const marker = fc.option(fc.constantFrom({ type: 'ephemeral' as const }, { type: 'ephemeral' as const, ttl: '1h' }), {
-  nil: undefined,
-});
-const part = fc.oneof(
-  fc.record({ type: fc.constant('text' as const), text, cache_control: marker }, { requiredKeys: ['type', 'text'] }),
-  fc.record({
-    type: fc.constant('image_url' as const),
-    image_url: fc.record({ url: fc.webUrl(), detail: fc.constantFrom('low', 'high') }, { requiredKeys: ['url'] }),
-  }),
-);
-const toolCall = fc.record({
-  id: text,
-  type: fc.constant('function' as const),
-  function: fc.record({ name: text, arguments: text }),
-});
-const message: fc.Arbitrary<ChatMessage> = fc
-  .record(
-    {
-      role: fc.constantFrom('system', 'user', 'assistant', 'tool'),
-      content: fc.oneof(text, fc.constant(null), fc.array(part, { maxLength: 3 })),
-      tool_calls: fc.array(toolCall, { maxLength: 2 }),
-      tool_call_id: text,
-      name: text,
-      cache_control: marker,
-      // A runtime property the wire never carries (SPEC §1.2).
-      row_id: fc.nat(),
-    },
-    { requiredKeys: ['role', 'content'] },
-  )
-  .map((m) => m as unknown as ChatMessage);
-const rest = fc.record(
-  {
-    tools: fc.array(fc.record({ type: fc.constant('function'), function: fc.record({ name: text }) }), {
-      minLength: 1,
-      maxLength: 2,
-    }),
-    max_tokens: fc.nat(),
-  },
-  { requiredKeys: [] },
-);
+import { message, rest, text } from './messageArbitraries.js';
 
 const stringified = (model: string, messages: readonly ChatMessage[], fields: Record<string, unknown>) =>
   Buffer.from(JSON.stringify({ model, messages: messages.map(toOpenAIMessage), ...fields }));
