@@ -95,7 +95,7 @@ export function createTurnRunner(deps: RespondDeps) {
   async function call(
     input: RespondInput,
     rows: readonly StoredMessage[],
-    options: { signal?: AbortSignal; onText?: OnText } = {},
+    options: { signal?: AbortSignal; onText?: OnText; keepJson?: boolean } = {},
   ): Promise<TurnCall> {
     const problem = chatProviderProblem(deps.providers, input.provider, env);
     const provider = chatProviderOf(deps.providers, input.provider);
@@ -128,6 +128,8 @@ export function createTurnRunner(deps: RespondDeps) {
       ...(input.tools ? { tools: input.tools } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.onText ? { onText: options.onText } : {}),
+      // Rows of the gateway's transcript cache: the same objects every turn, so their JSON is kept (infra/llm/jsonBody.ts).
+      ...(options.keepJson ? { keepJson: true } : {}),
       ...(native?.leadingItems ? { leadingItems: native.leadingItems } : {}),
       ...(block ? { leadingCompaction: block.leading } : {}),
       ...(native?.compactThreshold !== undefined ? { compactThreshold: native.compactThreshold } : {}),

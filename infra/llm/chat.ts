@@ -16,6 +16,7 @@ import { toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
 import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
 import { classifyProviderError, type LlmCallSite, modelNotAvailableFailure, noChoiceFailure } from './errors.js';
 import { fromAnthropicResponse } from './fromAnthropic.js';
+import { jsonBytes } from './jsonBody.js';
 import { chatCompletionsBody, toOpenAIMessage } from './openaiMessages.js';
 import { responsesChat } from './responsesChat.js';
 import {
@@ -41,6 +42,12 @@ interface ChatCallInput {
   signal?: AbortSignal;
   /** Streams the call: each piece of the reply's text as it arrives (streamedCall.ts); the result is the same. */
   onText?: OnText;
+  /**
+   * The messages are the same objects from one call to the next (the gateway's transcript cache): their JSON is
+   * kept with them (jsonBody.ts), so a call serialises only the new ones. Without it the body is serialised whole,
+   * which costs less for messages seen once (keeping each one's JSON costs about 60 % more than not).
+   */
+  keepJson?: boolean;
   /** Responses API: input items sent before the messages (a native checkpoint's replay items, SPEC §15.1). */
   leadingItems?: readonly Record<string, unknown>[];
   /** Responses API: send `context_management` with this threshold (the caller checked the SPEC §15.1 gate). */
@@ -140,23 +147,23 @@ async function openAIChat(
     ...(input.tools && input.tools.length > 0 ? { tools: input.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
     ...maxTokensParam(client, input.maxTokens),
   };
-  // The body as openaiMessages.ts serialises it (each message once while it lives), sent as the SDK's own would be:
-  // same path, client, headers, retries and errors.
+  // Each message's JSON kept with it when `keepJson`; sent as the SDK's own body would be: same path, client,
+  // headers, retries and errors.
+  const kept = input.keepJson
+    ? (fields: Record<string, unknown>) => chatCompletionsBody(model, prepared.messages, { ...rest, ...fields })
+    : null;
   let completion: OpenAI.Chat.ChatCompletion;
   try {
-    completion = input.onText
-      ? await openAIStreamed(
-          client.openai,
-          { model, messages: prepared.messages.map(toOpenAIMessage), ...rest },
-          input.onText,
-          input.signal,
-          chatCompletionsBody(model, prepared.messages, { ...rest, ...STREAMED }),
-        )
-      : await client.openai.post<OpenAI.Chat.ChatCompletion>('/chat/completions', {
-          body: chatCompletionsBody(model, prepared.messages, rest),
-          headers: JSON_BODY,
-          ...(input.signal ? { signal: input.signal } : {}),
-        });
+    if (input.onText) {
+      const params = { model, messages: prepared.messages.map(toOpenAIMessage), ...rest };
+      completion = await openAIStreamed(client.openai, params, input.onText, input.signal, kept?.(STREAMED));
+    } else {
+      completion = await client.openai.post<OpenAI.Chat.ChatCompletion>('/chat/completions', {
+        body: kept ? kept({}) : jsonBytes({ model, messages: prepared.messages.map(toOpenAIMessage), ...rest }),
+        headers: JSON_BODY,
+        ...(input.signal ? { signal: input.signal } : {}),
+      });
+    }
   } catch (err) {
     throw classifyProviderError(err, site);
   }
@@ -227,6 +234,10 @@ async function anthropicChat(
     ...(input.tools && input.tools.length > 0 ? { tools: toAnthropicTools(input.tools) } : {}),
   };
   const body: Anthropic.MessageCreateParamsNonStreaming = { ...head, messages, ...tail };
+  const encoded = (fields: Record<string, unknown>) =>
+    input.keepJson
+      ? anthropicMessagesBody(head, prepared.messages, { ...tail, ...fields })
+      : jsonBytes({ ...body, ...fields });
   let response: Anthropic.Message;
   try {
     if (leading) {
@@ -237,20 +248,14 @@ async function anthropicChat(
         input,
       )) as Anthropic.Message;
     } else {
-      // The SDK gets `body` for what it derives from it (headers, its timeout) and sends the bytes anthropicBody.ts
-      // put together from the same messages in its place (its request options come after the body it builds; were
-      // that ever not so, it would send `body` itself, the same request).
+      // The SDK gets `body` for what it derives from it (headers, its timeout) and sends its bytes (put together by
+      // anthropicBody.ts when `keepJson`) in its place: its request options come after the body it builds; were that
+      // ever not so, it would send `body` itself, the same request.
       response = input.onText
-        ? await anthropicStreamed(
-            client.anthropic,
-            body,
-            input.onText,
-            input.signal,
-            anthropicMessagesBody(head, prepared.messages, { ...tail, stream: true }),
-          )
+        ? await anthropicStreamed(client.anthropic, body, input.onText, input.signal, encoded({ stream: true }))
         : await client.anthropic.messages.create(body, {
             ...(input.signal ? { signal: input.signal } : {}),
-            body: anthropicMessagesBody(head, prepared.messages, tail),
+            body: encoded({}),
             headers: JSON_BODY,
           });
     }

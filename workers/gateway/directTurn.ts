@@ -70,7 +70,8 @@ export async function runDirectTurn(
   };
   let call: TurnCall;
   try {
-    call = await runner.call(input, turn.rows, turn.onText ? { onText: turn.onText } : {});
+    // The rows are the transcript cache's (transcriptCache.ts): the same objects every turn, their JSON kept too.
+    call = await runner.call(input, turn.rows, { keepJson: true, ...(turn.onText ? { onText: turn.onText } : {}) });
   } catch (err) {
     if (isTransientFailure(err)) return null;
     // As the workflow's turn fails for good (gateway/errors.ts maps its update failure the same way).

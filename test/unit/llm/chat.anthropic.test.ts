@@ -130,35 +130,40 @@ describe('chatCompletion — Anthropic kind', () => {
     expect(truncated.rawFinishReason).toBe('max_tokens');
   });
 
-  it('sends the bytes anthropicBody.ts put together, streamed or not: what the SDK would have serialised', async () => {
-    const provider = anthropic() as AnthropicProviderClient;
-    const bodies: unknown[] = [];
-    const recording = provider.anthropic.withOptions({ fetch: recordingFetch(bodies) });
-    const call = (onText?: (delta: string) => void) =>
-      chatCompletion({
-        provider: { ...provider, anthropic: recording },
-        model: 'claude-sonnet-5-5',
-        messages: conversation,
-        cache: { ttl: '1h' },
-        maxTokens: 100,
-        ...(onText ? { onText } : {}),
-      });
-    await plainThenStreamed(fake, call);
+  // keepJson: the bytes put together from each message's kept JSON; without it the body serialised whole.
+  it.each([true, false])(
+    'keepJson %s: bytes, streamed or not, what the SDK would have serialised',
+    async (keepJson) => {
+      const provider = anthropic() as AnthropicProviderClient;
+      const bodies: unknown[] = [];
+      const recording = provider.anthropic.withOptions({ fetch: recordingFetch(bodies) });
+      const call = (onText?: (delta: string) => void) =>
+        chatCompletion({
+          provider: { ...provider, anthropic: recording },
+          model: 'claude-sonnet-5-5',
+          messages: conversation,
+          cache: { ttl: '1h' },
+          maxTokens: 100,
+          keepJson,
+          ...(onText ? { onText } : {}),
+        });
+      await plainThenStreamed(fake, call);
 
-    const { system, messages } = toAnthropicRequest(
-      applyAnthropicCacheControl(conversation, { cacheTtl: '1h', nativeAnthropic: true }),
-    );
-    const fields = { model: 'claude-sonnet-5-5', max_tokens: 100, messages, system };
-    expect(bodies.map((body) => Buffer.isBuffer(body))).toEqual([true, true]);
-    expect(bodies.map((body) => String(body))).toEqual([
-      JSON.stringify(fields),
-      JSON.stringify({ ...fields, stream: true }),
-    ]);
-    const [plain, streamed] = fake.messageRequests();
-    expect(plain?.headers['content-type']).toBe('application/json');
-    expect(plain?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
-    expect(streamed?.body).toEqual({ ...fields, stream: true });
-  });
+      const { system, messages } = toAnthropicRequest(
+        applyAnthropicCacheControl(conversation, { cacheTtl: '1h', nativeAnthropic: true }),
+      );
+      const fields = { model: 'claude-sonnet-5-5', max_tokens: 100, messages, system };
+      expect(bodies.map((body) => Buffer.isBuffer(body))).toEqual([true, true]);
+      expect(bodies.map((body) => String(body))).toEqual([
+        JSON.stringify(fields),
+        JSON.stringify({ ...fields, stream: true }),
+      ]);
+      const [plain, streamed] = fake.messageRequests();
+      expect(plain?.headers['content-type']).toBe('application/json');
+      expect(plain?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
+      expect(streamed?.body).toEqual({ ...fields, stream: true });
+    },
+  );
 
   describe('cache markers on the wire (SPEC §12, native)', () => {
     async function send(model: string, cache: { ttl: '5m' | '1h' } | null) {

@@ -179,30 +179,39 @@ describe('chatCompletion — OpenAI kind', () => {
 
     const tools = [{ type: 'function' as const, function: { name: 'ls', parameters: { type: 'object' } } }];
 
-    it('non-streaming and streamed: the messages once serialised, the fields after them, as bytes', async () => {
-      const { provider, bodies } = recording(clientFor('openai', 'openai', fake.baseURL) as OpenAIProviderClient);
-      const call = (onText?: (delta: string) => void) =>
-        chatCompletion({
-          provider,
-          model: 'gpt-5.5',
-          messages: conversation,
-          cache: null,
-          tools,
-          maxTokens: 64,
-          ...(onText ? { onText } : {}),
-        });
-      await plainThenStreamed(fake, call);
+    // keepJson: the bytes put together from each message's kept JSON, for both calls; without it the plain call's
+    // body is serialised whole and the streamed one is left to the SDK's stream helper.
+    it.each([
+      [true, [true, true]],
+      [false, [true, false]],
+    ])(
+      'keepJson %s: non-streaming and streamed, the same request (bytes handed to fetch: %j)',
+      async (keepJson, asBytes) => {
+        const { provider, bodies } = recording(clientFor('openai', 'openai', fake.baseURL) as OpenAIProviderClient);
+        const call = (onText?: (delta: string) => void) =>
+          chatCompletion({
+            provider,
+            model: 'gpt-5.5',
+            messages: conversation,
+            cache: null,
+            tools,
+            maxTokens: 64,
+            keepJson,
+            ...(onText ? { onText } : {}),
+          });
+        await plainThenStreamed(fake, call);
 
-      const wire = conversation.map(toOpenAIMessage);
-      const fields = { model: 'gpt-5.5', messages: wire, tools, max_completion_tokens: 64 };
-      const streamed = { ...fields, stream: true, stream_options: { include_usage: true } };
-      expect(bodies.map((body) => Buffer.isBuffer(body))).toEqual([true, true]);
-      expect(bodies.map((body) => String(body))).toEqual([JSON.stringify(fields), JSON.stringify(streamed)]);
-      const [plain, asStream] = fake.chatRequests();
-      expect(plain?.headers['content-type']).toBe('application/json');
-      expect(plain?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
-      expect(asStream?.body).toEqual(streamed);
-    });
+        const wire = conversation.map(toOpenAIMessage);
+        const fields = { model: 'gpt-5.5', messages: wire, tools, max_completion_tokens: 64 };
+        const streamed = { ...fields, stream: true, stream_options: { include_usage: true } };
+        expect(bodies.map((body) => Buffer.isBuffer(body))).toEqual(asBytes);
+        expect(bodies.map((body) => String(body))).toEqual([JSON.stringify(fields), JSON.stringify(streamed)]);
+        const [plain, asStream] = fake.chatRequests();
+        expect(plain?.headers['content-type']).toBe('application/json');
+        expect(plain?.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
+        expect(asStream?.body).toEqual(streamed);
+      },
+    );
   });
 
   describe('cache markers on the wire (SPEC §12)', () => {
