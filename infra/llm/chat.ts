@@ -16,17 +16,10 @@ import { toAnthropicRequest, toAnthropicTools } from './anthropicMessages.js';
 import type { AnthropicProviderClient, OpenAIProviderClient, ProviderClient } from './clients.js';
 import { classifyProviderError, type LlmCallSite, modelNotAvailableFailure, noChoiceFailure } from './errors.js';
 import { fromAnthropicResponse } from './fromAnthropic.js';
-import { jsonBytes } from './jsonBody.js';
+import { JSON_BODY, jsonBytes } from './jsonBody.js';
 import { chatCompletionsBody, toOpenAIMessage } from './openaiMessages.js';
 import { responsesChat } from './responsesChat.js';
-import {
-  anthropicBetaCall,
-  anthropicStreamed,
-  JSON_BODY,
-  type OnText,
-  openAIStreamed,
-  STREAMED,
-} from './streamedCall.js';
+import { anthropicBetaCall, anthropicStreamed, type OnText, openAIStreamed, STREAMED } from './streamedCall.js';
 import type { ChatResult, ChatTool, ChatUsage, FinishReason } from './types.js';
 
 /** Anthropic requires `max_tokens`; used when the caller gives none. */

@@ -30,6 +30,9 @@ function utf8(text: string): Buffer {
   return bytes;
 }
 
+/** The type of a body the SDKs send as given (bytes): theirs to be told. */
+export const JSON_BODY = { 'content-type': 'application/json' };
+
 /** `JSON.stringify(value)` in UTF-8: a body serialised whole (messages that are not kept between calls). */
 export const jsonBytes = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
 

@@ -4,14 +4,12 @@
 // usage in a streamed answer only when asked (`stream_options.include_usage`); the store needs it (SPEC §7).
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
+import { JSON_BODY } from './jsonBody.js';
 
 /** Receives each piece of the reply's text, in order. */
 export type OnText = (delta: string) => void;
 
 const requestOptions = (signal: AbortSignal | undefined) => (signal ? { signal } : {});
-
-/** The type of a body the SDK sends as given (bytes). */
-export const JSON_BODY = { 'content-type': 'application/json' };
 
 /** The fields that make a Chat Completions request streamed, with the usage the store needs. */
 export const STREAMED = { stream: true, stream_options: { include_usage: true } } as const;
