@@ -134,6 +134,7 @@ const app = await buildGateway({
   conversations: new Conversations(db, new ConversationClient(connection), {
     turnMetrics: metrics,
     readDb,
+    writeConnections: maxConnections,
     chatProblem: (row) => chatProviderProblem(llm.providers ?? null, row.provider, process.env),
     baseConfig: config.compression,
     turns: respondDepsFrom(llm),

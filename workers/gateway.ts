@@ -47,6 +47,7 @@ const app = await buildGateway({
   conversations: new Conversations(db, temporal, {
     turnMetrics: metrics,
     readDb,
+    writeConnections: env.DATABASE_POOL_SIZE,
     chatProblem: (row) => chatProviderProblem(providers, row.provider, process.env),
     baseConfig: config.compression,
     turns: respondDepsFrom({ providers, cacheTtl: config.promptCaching.cacheTtl }),

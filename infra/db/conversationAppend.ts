@@ -2,21 +2,21 @@
 // retried as a whole (SPEC §13.6). Idempotency keys are unique per conversation: a key already stored with the same
 // message is a duplicate (skipped, reported), with a different message the whole batch is refused
 // (IdempotencyConflictError). Positions continue after the last active row of the session, in batch order.
-import { type Kysely, sql, type UpdateObject } from 'kysely';
+import type { Kysely, UpdateObject } from 'kysely';
 import { canonicalJson } from '../../engine/commit/messageKeys.js';
 import type { ChatMessage } from '../../engine/types.js';
+import { type AppendReads, type AppendState, appendState, queueAppendReads } from './appendReads.js';
 import {
   addToTotals,
   addToTotalsQuery,
   headByTwoLocks,
   type LogTotals,
   lockConversation,
-  lockedHeadQuery,
   totalsAfterAppend,
   totalsOf,
 } from './conversationHead.js';
-import { drawMessageIds, queueKnownRows, type RowTarget, type RowWithId } from './messageInsert.js';
-import { fieldsToMessage, type MessageColumns, toStoredMessage } from './messageRows.js';
+import { queueKnownRows, type RowTarget, type RowWithId } from './messageInsert.js';
+import { fieldsToMessage, toStoredMessage } from './messageRows.js';
 import { type PipelinedStatement, pipelined } from './queuedStatements.js';
 import type { ConversationRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
@@ -52,78 +52,12 @@ export interface AppendResult {
   stale?: boolean;
 }
 
-type StoredKeyRow = MessageColumns & { idempotency_key: string | null };
-
-function validateItems(items: readonly AppendItem[]): void {
+export function validateItems(items: readonly AppendItem[]): void {
   for (const item of items) {
     if (typeof item.idempotencyKey !== 'string' || item.idempotencyKey === '') {
       throw new TypeError('append: every item needs a non-empty idempotencyKey');
     }
   }
-}
-
-/** What an append reads before it writes: the keys the conversation holds already, the next position, fresh ids. */
-interface AppendState {
-  /** The session the position was read from. */
-  sessionId: string | null;
-  nextPosition: number;
-  stored: Map<string, StoredKeyRow>;
-  /** One id per item, increasing (`drawMessageIds`). */
-  ids: number[];
-}
-
-/**
- * The session's next position, the conversation's rows that already hold any of the keys, and an id for each item,
- * in one statement: the stored rows, then one row (no key) carrying the rest. The session is `sessionId`, or the
- * conversation's current one (read by this statement: under the conversation's lock, the locked row's).
- */
-async function appendState(
-  tx: Kysely<Database>,
-  tenantId: string,
-  conversationId: string,
-  sessionId: string | null,
-  keys: readonly string[],
-): Promise<AppendState> {
-  // Written so that the plan does not depend on the statistics (a table that grew since its last ANALYZE had the
-  // key filtered over every row of the conversation and every active position read): each key is one probe of the
-  // unique index on all three columns (a LATERAL with LIMIT is never flattened into a join, which a generic plan made
-  // on an empty table ran as a scan of the conversation's keys), the highest position one step back along the
-  // transcript index. The session is compared with the target's column read as a value of its own (a scalar subquery
-  // over the CTE): compared with the COALESCE itself, the session was never an index condition, and each append read
-  // every active row of the tenant (by the tenant's index entries, or all of message_state once analysed).
-  const { rows } = await sql<
-    StoredKeyRow & { session_id: string | null; max_position: number | null; ids: string[] | null }
-  >`
-    WITH target AS (
-      SELECT coalesce(${sessionId}::text,
-                      (SELECT current_session_id FROM conversations
-                        WHERE tenant_id = ${tenantId} AND id = ${conversationId})) AS session_id)
-    SELECT m.idempotency_key, m.role, m.content, m.content_parts, m.tool_calls, m.tool_call_id, m.tool_name, m.extra,
-           m.raw_message, NULL::text AS session_id, NULL::integer AS max_position, NULL::bigint[] AS ids
-      FROM unnest(${keys}::text[]) AS k(key)
-     CROSS JOIN LATERAL (
-           SELECT * FROM messages
-            WHERE tenant_id = ${tenantId} AND conversation_id = ${conversationId} AND idempotency_key = k.key
-            LIMIT 1) AS m
-    UNION ALL
-    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, target.session_id,
-           (SELECT position FROM message_state
-             WHERE tenant_id = ${tenantId} AND session_id = (SELECT session_id FROM target) AND active
-             ORDER BY position DESC LIMIT 1),
-           ${drawMessageIds(keys.length)}
-      FROM target`.execute(tx);
-  const state: AppendState = { sessionId: null, nextPosition: 0, stored: new Map(), ids: [] };
-  for (const row of rows) {
-    if (row.idempotency_key !== null) {
-      state.stored.set(row.idempotency_key, row);
-      continue;
-    }
-    state.sessionId = row.session_id;
-    state.nextPosition = (row.max_position ?? -1) + 1;
-    // bigint[] reads as text (connect.ts parses only a single int8 as a number).
-    state.ids = (row.ids ?? []).map(Number);
-  }
-  return state;
 }
 
 /**
@@ -220,7 +154,92 @@ const tokensOf = (rows: readonly AppendedMessage[]) => rows.reduce((sum, r) => s
  * that do not depend on the values: planned once per connection, not on every append (issue #11: ~0.7 ms of
  * PostgreSQL's CPU per batch went to planning them).
  */
-const APPEND_PLANS = { genericPlans: true } as const;
+export const APPEND_PLANS = { genericPlans: true } as const;
+
+/** What one append leaves for after its COMMIT: its result, and the totals' statement to check (none: no fresh row). */
+export interface AppendInTransaction {
+  result: AppendResult;
+  written: PipelinedStatement<Pick<ConversationRow, 'version' | 'batch_seq'>> | null;
+}
+
+/**
+ * One append's statements in an open tenant transaction (APPEND_PLANS): the lock travels with the read of the keys
+ * and the next position; the insert and the totals are queued, to travel with the transaction's next statement or
+ * its COMMIT. What it throws before anything is queued (ConversationNotFoundError, SessionNotFoundError,
+ * IdempotencyConflictError, or `admit`'s refusal) leaves nothing of the batch to write; once the insert is queued
+ * only `settle` and `within` can throw. After the COMMIT, `confirmAppend` checks what the totals' statement wrote.
+ * `reads`: its first reads, queued already (appendReads.ts `queueAppendReads`) and sent by the time they are read.
+ */
+export async function appendInTransaction(
+  tx: TenantTx,
+  tenantId: string,
+  conversationId: string,
+  items: readonly AppendItem[],
+  options: AppendOptions = {},
+  reads?: AppendReads,
+): Promise<AppendInTransaction> {
+  const keys = items.map((i) => i.idempotencyKey);
+  const first = reads ?? (await queueAppendReads(tx, tenantId, conversationId, keys, true));
+  let state = await first.state();
+  let conversation = await first.head();
+  if (!conversation || state.sessionId !== conversation.current_session_id) {
+    conversation ??= await headByTwoLocks(tx, tenantId, conversationId);
+    state = await appendState(tx, tenantId, conversationId, conversation.current_session_id, keys);
+  }
+  options.admit?.(conversation);
+  const target = { sessionId: conversation.current_session_id, conversationId };
+  const follows = options.after !== undefined ? { after: options.after, head: conversation.last_key } : undefined;
+  const { appended, duplicates, stale } = await appendLocked(tx, tenantId, target, items, state, follows);
+  const delta = { messages: appended.length, tokens: tokensOf(appended) };
+  const fresh = appended.length > 0;
+  // Under the row's lock the totals after the batch are known before the statement that writes them.
+  const result: AppendResult = {
+    appended,
+    duplicates,
+    ...(stale ? { stale } : {}),
+    ...target,
+    totals: fresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
+  };
+  const extra = options.settle?.(result, conversation) ?? null;
+  let written: AppendInTransaction['written'] = null;
+  if (fresh) {
+    const set = { ...extra, ...lastKeyOf(appended) };
+    const returning = options.row ? 'row' : 'totals';
+    written = await pipelined(tx, addToTotalsQuery(tx, tenantId, conversationId, delta, set, returning));
+  } else if (extra) {
+    await pipelined(
+      tx,
+      tx
+        .updateTable('conversations')
+        .set(extra)
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', conversationId)
+        .compile(),
+    );
+  }
+  if (options.within) {
+    // The caller's statements are planned for their values again (e.g. a read of the session's rows).
+    await tx.executeQuery(CUSTOM_PLANS());
+    await options.within(tx, result);
+  }
+  return { result, written };
+}
+
+/** After the COMMIT: the conversation's row as the batch's statement wrote it, checked against the totals expected. */
+export async function confirmAppend(
+  conversationId: string,
+  { result, written }: AppendInTransaction,
+  options: Pick<AppendOptions, 'row'> = {},
+): Promise<AppendResult> {
+  if (written) {
+    const row = (await written.result).rows[0];
+    if (!row || row.version !== result.totals?.version || row.batch_seq !== result.totals.batchSeq) {
+      throw new Error(`conversation ${conversationId}: totals moved under its lock`);
+    }
+    if (options.row) result.written = row as ConversationRow;
+  }
+  return result;
+}
 
 /**
  * The conversation log's append (gateway, chat turns): the batch goes to the conversation's current session.
@@ -238,68 +257,13 @@ export async function appendToConversation(
   options: AppendOptions = {},
 ): Promise<AppendResult> {
   validateItems(items);
-  const keys = items.map((i) => i.idempotencyKey);
-  const { result, written } = await withTenantWrite(
+  const appended = await withTenantWrite(
     db,
     tenantId,
-    async (tx) => {
-      // The read is its own statement: it runs once the lock is granted and sees what was committed before.
-      const lock = await pipelined(tx, lockedHeadQuery(tenantId, conversationId));
-      let state = await appendState(tx, tenantId, conversationId, null, keys);
-      let conversation = (await lock.result).rows[0];
-      if (!conversation || state.sessionId !== conversation.current_session_id) {
-        conversation ??= await headByTwoLocks(tx, tenantId, conversationId);
-        state = await appendState(tx, tenantId, conversationId, conversation.current_session_id, keys);
-      }
-      options.admit?.(conversation);
-      const target = { sessionId: conversation.current_session_id, conversationId };
-      const follows = options.after !== undefined ? { after: options.after, head: conversation.last_key } : undefined;
-      const { appended, duplicates, stale } = await appendLocked(tx, tenantId, target, items, state, follows);
-      const delta = { messages: appended.length, tokens: tokensOf(appended) };
-      const fresh = appended.length > 0;
-      // Under the row's lock the totals after the batch are known before the statement that writes them.
-      const result: AppendResult = {
-        appended,
-        duplicates,
-        ...(stale ? { stale } : {}),
-        ...target,
-        totals: fresh ? totalsAfterAppend(conversation, delta) : totalsOf(conversation),
-      };
-      const extra = options.settle?.(result, conversation) ?? null;
-      let written: PipelinedStatement<Pick<ConversationRow, 'version' | 'batch_seq'>> | null = null;
-      if (fresh) {
-        const set = { ...extra, ...lastKeyOf(appended) };
-        const returning = options.row ? 'row' : 'totals';
-        written = await pipelined(tx, addToTotalsQuery(tx, tenantId, conversationId, delta, set, returning));
-      } else if (extra) {
-        await pipelined(
-          tx,
-          tx
-            .updateTable('conversations')
-            .set(extra)
-            .where('tenant_id', '=', tenantId)
-            .where('id', '=', conversationId)
-            .compile(),
-        );
-      }
-      if (options.within) {
-        // The caller's statements are planned for their values again (e.g. a read of the session's rows).
-        await tx.executeQuery(CUSTOM_PLANS());
-        await options.within(tx, result);
-      }
-      return { result, written };
-    },
+    (tx) => appendInTransaction(tx, tenantId, conversationId, items, options),
     APPEND_PLANS,
   );
-  if (written) {
-    // Committed: the row as the batch's statement wrote it.
-    const row = (await written.result).rows[0];
-    if (!row || row.version !== result.totals?.version || row.batch_seq !== result.totals.batchSeq) {
-      throw new Error(`conversation ${conversationId}: totals moved under its lock`);
-    }
-    if (options.row) result.written = row as ConversationRow;
-  }
-  return result;
+  return confirmAppend(conversationId, appended, options);
 }
 
 /**

@@ -5,7 +5,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { SubmitMessages } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
-import { appendToConversation } from '../../infra/db/conversationAppend.js';
+import type { AppendGroups } from '../../infra/db/appendGroups.js';
+import { type AppendResult, appendToConversation } from '../../infra/db/conversationAppend.js';
 import type { StoredMessage } from '../../infra/db/messages.js';
 import { type PipelinedStatement, pipelined } from '../../infra/db/queuedStatements.js';
 import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
@@ -30,6 +31,11 @@ export interface AppendDecideOptions {
   after?: string;
   /** Checks the conversation's row as locked before anything is written (conversationAppend.ts `admit`). */
   admit?: (head: ConversationRow) => void;
+  /**
+   * Where a plain batch (no turn, no `after`, no `admit`) is committed, maybe in one transaction with other batches
+   * of the tenant that arrived while the write pool was busy (infra/db/appendGroups.ts). Without it, on its own.
+   */
+  groups?: AppendGroups;
 }
 
 export interface AppendDecided {
@@ -57,16 +63,22 @@ export async function appendAndDecide(
   const reads: { turn?: PipelinedStatement<Selectable<TurnsTable>>; transcript?: () => Promise<TranscriptReading> } =
     {};
   const { turnId, transcripts } = options;
+  const settle = (result: AppendResult, head: ConversationRow) => {
+    stale = result.stale === true;
+    const stored = storedBatchOf(result, batch);
+    const verdict = decideNotification(head, stored, { loud: options.loud, turnFollows: options.direct === true });
+    decided = { stored, head, decision: verdict.decision };
+    return verdict.set;
+  };
+  if (options.groups && !turnId && !options.admit && options.after === undefined) {
+    await options.groups.append(tenantId, conversationId, batch.messages, { settle });
+    if (!decided) throw new Error(`conversation ${conversationId}: the append did not run`);
+    return { ...decided, turn: null, context: null, stale };
+  }
   await appendToConversation(db, tenantId, conversationId, batch.messages, {
     ...(options.after !== undefined ? { after: options.after } : {}),
     ...(options.admit ? { admit: options.admit } : {}),
-    settle: (result, head) => {
-      stale = result.stale === true;
-      const stored = storedBatchOf(result, batch);
-      const verdict = decideNotification(head, stored, { loud: options.loud, turnFollows: options.direct === true });
-      decided = { stored, head, decision: verdict.decision };
-      return verdict.set;
-    },
+    settle,
     ...(turnId
       ? {
           within: async (tx) => {

@@ -21,6 +21,8 @@ import type {
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import { resolveUsableContextLength } from '../../engine/index.js';
+import { DEFAULT_POOL_SIZE } from '../../infra/config/env.js';
+import { AppendGroups } from '../../infra/db/appendGroups.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import {
   createConversation,
@@ -78,6 +80,11 @@ export interface ConversationsOptions extends StartingRulesBase {
   turnMetrics?: TurnMetrics;
   /** Hears the text of streamed turns the workflow runs (infra/db/turnText.ts); without it, it comes once stored. */
   turnText?: TurnTextListener;
+  /**
+   * The write pool's size (default DEFAULT_POOL_SIZE): plain batches that arrive while as many appends run as it
+   * allows (infra/db/appendGroups.ts `defaultSlots`) are committed together, per tenant.
+   */
+  writeConnections?: number;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -110,6 +117,8 @@ export class Conversations {
   private readonly turns: ChatTurns;
   /** What the gateway still writes after it answered (pendingWrites.ts): later requests wait for it. */
   readonly pendingWrites = new PendingWrites();
+  /** Plain batches' appends: grouped per tenant while the write pool is busy. */
+  private readonly groups: AppendGroups;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -117,6 +126,7 @@ export class Conversations {
     private readonly options: ConversationsOptions = {},
   ) {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 30_000;
+    this.groups = new AppendGroups(db, { connections: options.writeConnections ?? DEFAULT_POOL_SIZE });
     this.turns = new ChatTurns(this, options.turns ? createTurnRunner({ ...options.turns, db }) : null, {
       ...(options.turnWaits ? { waits: options.turnWaits } : {}),
       ...(options.turnMetrics ? { metrics: options.turnMetrics } : {}),
@@ -219,7 +229,7 @@ export class Conversations {
   /** Commits a batch and decides on it in the same transaction (batchAppend.ts). */
   append(tenantId: string, conversationId: string, batch: SubmitMessages, options: AppendDecideOptions = {}) {
     const loud = options.loud === true || this.options.notifyEveryBatch === true;
-    return appendAndDecide(this.db, tenantId, conversationId, batch, { ...options, loud });
+    return appendAndDecide(this.db, tenantId, conversationId, batch, { ...options, loud, groups: this.groups });
   }
 
   private knobsOf(tenantId: string, conversationId: string, start?: ConversationStart) {

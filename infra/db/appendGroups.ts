@@ -1,0 +1,213 @@
+// Batches that arrive while the write pool is busy are committed together (issue #11 §1, DESIGN.md §3, §4): one
+// tenant-scoped transaction holds the appends of several conversations of one tenant, each exactly as it would run
+// alone (conversationAppend.ts `appendInTransaction`), so a group costs one BEGIN, one COMMIT (one WAL flush) and two
+// flights — every batch's lock and reads, then every batch's writes with the COMMIT — where the batches alone cost
+// two flights and a COMMIT each. Measured with `bench:load`:
+// see the README's section on how a message flows.
+//
+// - Accepted = committed still: a batch's promise settles after the group's COMMIT answered.
+// - Nothing waits to be grouped: a batch starts at once while fewer than `slots` transactions run; only batches that
+//   would have waited for a pool connection anyway are grouped.
+// - Order: batches of one conversation run in arrival order, never two in one group nor in two groups at once; a
+//   group takes its conversations' locks in id order, so two groups cannot deadlock on them.
+// - Isolation of failures: a batch refused before it queued anything (an idempotency conflict, a conversation or
+//   session gone) fails alone and the group goes on. Any other failure rolls the group back, and each of its batches
+//   then runs alone as it would have (its own transaction and retries): one batch can never fail another.
+import { availableParallelism } from 'node:os';
+import type { Kysely } from 'kysely';
+import { type AppendReads, queueAppendReads } from './appendReads.js';
+import {
+  APPEND_PLANS,
+  type AppendInTransaction,
+  type AppendItem,
+  type AppendOptions,
+  type AppendResult,
+  appendInTransaction,
+  appendToConversation,
+  confirmAppend,
+  validateItems,
+} from './conversationAppend.js';
+import type { Database } from './schema.js';
+import { ConversationNotFoundError, IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
+import { withTenantWrite } from './writeRetry.js';
+
+/** What a grouped append may ask (conversationAppend.ts AppendOptions): no turn, no admission check, no `after`. */
+export type GroupableOptions = Pick<AppendOptions, 'settle' | 'row'>;
+
+export interface AppendGroupsOptions {
+  /** The write pool's size: never more transactions at once than it has connections. */
+  connections: number;
+  /** How many append transactions run at once (default `defaultSlots(connections)`). */
+  slots?: number;
+  /** The most batches one transaction holds. */
+  maxGroup?: number;
+}
+
+export const DEFAULT_MAX_GROUP = 16;
+
+/**
+ * As many transactions at once as the machine has cores, plus one, within the pool: on 2 cores with PostgreSQL on
+ * the same machine, `bench:load` (10,000 conversations, 64 clients) accepted most with 3 (2,163 msg/s; 2,066 with
+ * 2, 1,922–2,077 with 5): fewer transactions contend less for the CPU and each holds more batches.
+ */
+export const defaultSlots = (connections: number) => Math.max(1, Math.min(connections, availableParallelism() + 1));
+
+interface Job {
+  tenantId: string;
+  conversationId: string;
+  items: readonly AppendItem[];
+  options: GroupableOptions;
+  resolve: (result: AppendResult) => void;
+  reject: (error: unknown) => void;
+}
+
+const conversationKey = (job: Pick<Job, 'tenantId' | 'conversationId'>) => `${job.tenantId}\n${job.conversationId}`;
+
+/** Thrown by an append before it queued any write: its batch alone is refused. */
+const refusedAlone = (error: unknown) =>
+  error instanceof IdempotencyConflictError ||
+  error instanceof ConversationNotFoundError ||
+  error instanceof SessionNotFoundError;
+
+type Outcome = { appended: AppendInTransaction } | { refused: unknown };
+
+/**
+ * The jobs (one tenant, distinct conversations) in one transaction, in conversation id order; then, committed, each
+ * job settles with its own result or refusal. Throws when the transaction failed: nothing of it was stored.
+ */
+async function commitTogether(db: Kysely<Database>, jobs: readonly Job[]): Promise<void> {
+  const tenantId = jobs[0]!.tenantId;
+  const order = [...jobs].sort((a, b) => (a.conversationId < b.conversationId ? -1 : 1));
+  const outcomes = await withTenantWrite(
+    db,
+    tenantId,
+    async (tx) => {
+      // One flight for every batch's lock and reads (in conversation id order), the last one's sending them all.
+      const reads: AppendReads[] = [];
+      for (const [i, job] of order.entries()) {
+        const keys = job.items.map((item) => item.idempotencyKey);
+        reads.push(await queueAppendReads(tx, tenantId, job.conversationId, keys, i === order.length - 1));
+      }
+      // Then each batch's writes, queued: they travel with the COMMIT.
+      const done = new Map<Job, Outcome>();
+      for (const [i, job] of order.entries()) {
+        try {
+          const appended = await appendInTransaction(
+            tx,
+            tenantId,
+            job.conversationId,
+            job.items,
+            job.options,
+            reads[i],
+          );
+          done.set(job, { appended });
+        } catch (error) {
+          if (!refusedAlone(error)) throw error;
+          done.set(job, { refused: error });
+        }
+      }
+      return done;
+    },
+    APPEND_PLANS,
+  );
+  for (const [job, outcome] of outcomes) {
+    if ('refused' in outcome) job.reject(outcome.refused);
+    else confirmAppend(job.conversationId, outcome.appended, job.options).then(job.resolve, job.reject);
+  }
+}
+
+/**
+ * The gateway's appends of plain batches (workers/gateway/batchAppend.ts): each starts at once while fewer than
+ * `slots` run; the ones that arrive meanwhile wait, and the next free slot takes the oldest of them together with the
+ * next ones of its tenant (one per conversation, at most `maxGroup`) into one transaction.
+ */
+export class AppendGroups {
+  private readonly queue: Job[] = [];
+  /** Conversations with a batch in a running transaction. */
+  private readonly busy = new Set<string>();
+  private running = 0;
+  private readonly slots: number;
+  private readonly maxGroup: number;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    options: AppendGroupsOptions,
+  ) {
+    this.slots = Math.max(1, Math.floor(options.slots ?? defaultSlots(options.connections)));
+    this.maxGroup = Math.max(1, Math.floor(options.maxGroup ?? DEFAULT_MAX_GROUP));
+  }
+
+  /** conversationAppend.ts `appendToConversation`, maybe in one transaction with other batches of the tenant. */
+  append(
+    tenantId: string,
+    conversationId: string,
+    items: readonly AppendItem[],
+    options: GroupableOptions = {},
+  ): Promise<AppendResult> {
+    validateItems(items);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ tenantId, conversationId, items, options, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Batches waiting for a slot (for tests and metrics). */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  private pump(): void {
+    while (this.running < this.slots) {
+      const group = this.take();
+      if (group.length === 0) return;
+      this.running++;
+      for (const job of group) this.busy.add(conversationKey(job));
+      void this.run(group).finally(() => {
+        this.running--;
+        for (const job of group) this.busy.delete(conversationKey(job));
+        this.pump();
+      });
+    }
+  }
+
+  /**
+   * The oldest waiting batch whose conversation has none running, and after it the next waiting batches of its
+   * tenant, one per conversation. A batch passed over keeps its place: its conversation's later batches are passed
+   * over too, so they stay behind it.
+   */
+  private take(): Job[] {
+    const group: Job[] = [];
+    const passed = new Set<string>();
+    for (let i = 0; i < this.queue.length && group.length < this.maxGroup; ) {
+      const job = this.queue[i]!;
+      const key = conversationKey(job);
+      const fits = group.length === 0 || job.tenantId === group[0]!.tenantId;
+      if (!fits || this.busy.has(key) || passed.has(key)) {
+        passed.add(key);
+        i++;
+        continue;
+      }
+      passed.add(key);
+      group.push(job);
+      this.queue.splice(i, 1);
+    }
+    return group;
+  }
+
+  private async run(group: readonly Job[]): Promise<void> {
+    const alone = async (job: Job) => {
+      try {
+        job.resolve(await appendToConversation(this.db, job.tenantId, job.conversationId, job.items, job.options));
+      } catch (error) {
+        job.reject(error);
+      }
+    };
+    if (group.length === 1) return alone(group[0]!);
+    try {
+      await commitTogether(this.db, group);
+    } catch {
+      // Rolled back: each batch again on its own, as it would have run without the others.
+      await Promise.all(group.map(alone));
+    }
+  }
+}

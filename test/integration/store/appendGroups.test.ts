@@ -1,0 +1,184 @@
+// Batches committed together while the write slots are busy (infra/db/appendGroups.ts, issue #11 §1): every batch is
+// stored once, in its conversation's arrival order, one tenant per transaction, a conversation at most once per
+// transaction; a batch refused on its own fails alone, and any other failure sends each batch of the group back to
+// its own transaction. Which transaction stored a row is PostgreSQL's own record of it: the row's xmin.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ChatMessage } from '../../../engine/types.js';
+import { AppendGroups } from '../../../infra/db/appendGroups.js';
+import { createDb } from '../../../infra/db/connect.js';
+import { type AppendResult, appendToConversation } from '../../../infra/db/conversationAppend.js';
+import { getConversation } from '../../../infra/db/conversations.js';
+import { loadTranscript } from '../../../infra/db/messages.js';
+import { ConversationNotFoundError, IdempotencyConflictError } from '../../../infra/db/storeErrors.js';
+import { ensureTenant } from '../../../infra/db/tenants.js';
+import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
+import { countingWrites } from '../../support/harness/socketWrites.js';
+import { assistant, newConversation, user } from './storeFixtures.js';
+
+let testDb: TestDatabase;
+const A = 'groups-a';
+const B = 'groups-b';
+
+beforeAll(async () => {
+  testDb = await createTestDatabase(inject('databaseUrl'));
+  for (const id of [A, B]) await ensureTenant(testDb.db, { id, name: id });
+});
+afterAll(async () => {
+  await testDb?.drop();
+});
+
+const keyed = (messages: ChatMessage[], prefix: string) =>
+  messages.map((message, i) => ({ message, idempotencyKey: `${prefix}:${i}` }));
+
+interface StoredRow {
+  xmin: string;
+  tenant_id: string;
+  conversation_id: string;
+  idempotency_key: string;
+}
+
+/** Every row of these conversations with the transaction that stored it. */
+async function rowsOf(conversations: readonly string[]): Promise<StoredRow[]> {
+  const { rows } = await sql<StoredRow>`
+    SELECT xmin::text AS xmin, tenant_id, conversation_id, idempotency_key FROM messages
+     WHERE conversation_id = ANY(${conversations}::text[]) ORDER BY id`.execute(testDb.db);
+  return rows;
+}
+
+/** The contents of the conversation's transcript, in position order. */
+async function transcriptOf(tenantId: string, conversationId: string): Promise<unknown[]> {
+  const head = await getConversation(testDb.db, tenantId, conversationId);
+  return (await loadTranscript(testDb.db, tenantId, head!.current_session_id)).map((r) => r.message.content);
+}
+
+/**
+ * A batch that takes the only slot: the ones appended in the same tick wait while it runs, and are grouped after it.
+ */
+const takeTheSlot = (groups: AppendGroups, tenantId: string, conversationId: string) =>
+  groups.append(tenantId, conversationId, keyed([user('first')], `first-${conversationId}`));
+
+describe('AppendGroups', () => {
+  it('stores every batch once, in each conversation’s arrival order, one tenant per transaction', async () => {
+    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1, maxGroup: 4 });
+    const conversations: Record<string, string[]> = {
+      [A]: await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, A))),
+      [B]: await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, B))),
+    };
+    // Three batches per conversation, all posted at once, tenants interleaved; one batch posted twice.
+    const posts: Array<{ tenantId: string; conversationId: string; batch: number }> = [];
+    for (let batch = 0; batch < 3; batch++) {
+      for (let i = 0; i < 4; i++) {
+        for (const tenantId of [A, B]) posts.push({ tenantId, conversationId: conversations[tenantId]![i]!, batch });
+      }
+    }
+    posts.splice(5, 0, { ...posts[0]! });
+    const results = await Promise.all(
+      posts.map(({ tenantId, conversationId, batch }) =>
+        groups.append(tenantId, conversationId, keyed([user(`q${batch}`), assistant(`a${batch}`)], `b${batch}`)),
+      ),
+    );
+    // The repeated post came after its first: a duplicate, stored once.
+    expect(results[5]).toMatchObject({ appended: [], duplicates: ['b0:0', 'b0:1'] });
+    expect(results.filter((r) => r.appended.length === 2)).toHaveLength(24);
+    for (const tenantId of [A, B]) {
+      for (const conversationId of conversations[tenantId]!) {
+        expect(await transcriptOf(tenantId, conversationId)).toEqual(['q0', 'a0', 'q1', 'a1', 'q2', 'a2']);
+        const own = posts
+          .map((post, i) => ({ post, result: results[i] as AppendResult }))
+          .filter(({ post, result }) => post.conversationId === conversationId && result.appended.length > 0);
+        expect(own.map(({ result }) => result.totals?.batchSeq)).toEqual([1, 2, 3]);
+      }
+    }
+    const rows = await rowsOf([...conversations[A]!, ...conversations[B]!]);
+    expect(rows).toHaveLength(48);
+    const transactions = new Map<string, StoredRow[]>();
+    for (const row of rows) transactions.set(row.xmin, [...(transactions.get(row.xmin) ?? []), row]);
+    // Grouped: far fewer transactions than batches, each of one tenant, at most maxGroup batches, a conversation once.
+    expect(transactions.size).toBeLessThan(24);
+    for (const stored of transactions.values()) {
+      expect(new Set(stored.map((row) => row.tenant_id)).size).toBe(1);
+      const batches = new Set(stored.map((row) => `${row.conversation_id} ${row.idempotency_key.split(':')[0]}`));
+      expect(batches.size).toBeLessThanOrEqual(4);
+      expect(new Set(stored.map((row) => row.conversation_id)).size).toBe(batches.size);
+    }
+    expect(groups.waiting).toBe(0);
+  });
+
+  it('a batch refused on its own fails alone; the others of its transaction are stored', async () => {
+    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1 });
+    const [holder, taken, x, y] = await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, A)));
+    await appendToConversation(testDb.db, A, taken!, keyed([user('original')], 'k'));
+    const first = takeTheSlot(groups, A, holder!);
+    const attempts = [
+      groups.append(A, x!, keyed([user('x')], 'x')),
+      groups.append(A, taken!, keyed([user('changed')], 'k')),
+      groups.append(A, 'no-such-conversation', keyed([user('lost')], 'l')),
+      groups.append(A, y!, keyed([user('y')], 'y')),
+    ];
+    expect(groups.waiting).toBe(4);
+    await first;
+    const [xDone, conflict, missing, yDone] = await Promise.allSettled(attempts);
+    expect(conflict).toMatchObject({ status: 'rejected', reason: expect.any(IdempotencyConflictError) });
+    expect(missing).toMatchObject({ status: 'rejected', reason: expect.any(ConversationNotFoundError) });
+    expect([xDone?.status, yDone?.status]).toEqual(['fulfilled', 'fulfilled']);
+    expect(await transcriptOf(A, taken!)).toEqual(['original']);
+    const rows = await rowsOf([x!, y!]);
+    expect(rows.map((row) => row.conversation_id)).toEqual([x, y]);
+    // x and y were committed by one transaction, with the two refusals in it.
+    expect(new Set(rows.map((row) => row.xmin)).size).toBe(1);
+  });
+
+  it('any other failure rolls the group back and each batch runs alone: one batch never fails another', async () => {
+    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1 });
+    const [holder, x, failing, y] = await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, A)));
+    const first = takeTheSlot(groups, A, holder!);
+    let settles = 0;
+    const attempts = [
+      groups.append(A, x!, keyed([user('x')], 'x')),
+      // Throws once its insert is queued: the transaction it is in cannot commit.
+      groups.append(A, failing!, keyed([user('f')], 'f'), {
+        settle: () => {
+          settles++;
+          throw new Error('settle failed');
+        },
+      }),
+      groups.append(A, y!, keyed([user('y')], 'y')),
+    ];
+    expect(groups.waiting).toBe(3);
+    await first;
+    const [xDone, failed, yDone] = await Promise.allSettled(attempts);
+    expect(failed).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: 'settle failed' }) });
+    // Once in the group, once alone.
+    expect(settles).toBe(2);
+    expect([xDone?.status, yDone?.status]).toEqual(['fulfilled', 'fulfilled']);
+    expect(await transcriptOf(A, failing!)).toEqual([]);
+    const rows = await rowsOf([x!, y!, failing!]);
+    expect(rows.map((row) => row.conversation_id)).toEqual(expect.arrayContaining([x, y]));
+    expect(rows).toHaveLength(2);
+    // Alone: each in a transaction of its own.
+    expect(new Set(rows.map((row) => row.xmin)).size).toBe(2);
+    expect((await getConversation(testDb.db, A, failing!))?.batch_seq).toBe(0);
+  });
+
+  it('a group costs two flights: every batch’s lock and reads, then every batch’s writes with the COMMIT', async () => {
+    // One connection, opened before anything is counted.
+    const single = createDb({ connectionString: testDb.url, maxConnections: 1 });
+    try {
+      await sql`SELECT 1`.execute(single);
+      const groups = new AppendGroups(single, { connections: 1 });
+      const [holder, ...others] = await Promise.all(Array.from({ length: 5 }, () => newConversation(testDb.db, B)));
+      const { result, writes } = await countingWrites(async () => {
+        const first = takeTheSlot(groups, B, holder!);
+        const grouped = others.map((c) => groups.append(B, c, keyed([user('q'), assistant('a')], 'g')));
+        return Promise.all([first, ...grouped]);
+      });
+      expect(result.map((r) => r.appended.length)).toEqual([1, 2, 2, 2, 2]);
+      // The first batch alone (two flights), then the four others together (two flights).
+      expect(writes).toHaveLength(4);
+      expect(new Set((await rowsOf(others)).map((row) => row.xmin)).size).toBe(1);
+    } finally {
+      await single.destroy();
+    }
+  });
+});
