@@ -70,6 +70,7 @@ describe('migrations', () => {
       '0024_generated_plpgsql',
       '0025_key_notifications',
       '0026_client_compactions',
+      '0027_short_pending_lists',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -92,6 +93,17 @@ describe('migrations', () => {
       testDb.db,
     );
     expect(ext.rows).toHaveLength(1);
+    // 0027: the search indexes merge their pending lists at 1 MB.
+    const options = await sql<{ relname: string; reloptions: string[] | null }>`
+      SELECT relname, reloptions FROM pg_class WHERE relname LIKE 'messages_search_%' ORDER BY relname`.execute(
+      testDb.db,
+    );
+    expect(options.rows).toEqual(
+      ['messages_search_cjk', 'messages_search_trgm', 'messages_search_tsv'].map((relname) => ({
+        relname,
+        reloptions: ['gin_pending_list_limit=1024'],
+      })),
+    );
     const ctype = await sql<{
       ctype: string;
     }>`SELECT datctype AS ctype FROM pg_database WHERE datname = current_database()`.execute(testDb.db);
@@ -110,6 +122,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0027_short_pending_lists', 'Success'],
       ['0026_client_compactions', 'Success'],
       ['0025_key_notifications', 'Success'],
       ['0024_generated_plpgsql', 'Success'],
@@ -128,6 +141,9 @@ describe('0010 down and up again', () => {
       ['0011_notified_since', 'Success'],
       ['0010_search_plan_reuse', 'Success'],
     ]);
+    const reset = await sql<{ reloptions: string[] | null }>`
+      SELECT reloptions FROM pg_class WHERE relname LIKE 'messages_search_%'`.execute(testDb.db);
+    expect(reset.rows.map((r) => r.reloptions)).toEqual([null, null, null]);
     const definition = await sql<{ def: string }>`
       SELECT pg_get_functiondef('dc_search_messages(jsonb, tsquery)'::regprocedure) AS def`.execute(testDb.db);
     expect(definition.rows[0]?.def).toContain('RETURN QUERY EXECUTE statement USING query');
@@ -150,6 +166,7 @@ describe('0010 down and up again', () => {
       '0024_generated_plpgsql',
       '0025_key_notifications',
       '0026_client_compactions',
+      '0027_short_pending_lists',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -190,6 +207,7 @@ describe('0014 on conversations stored before it', () => {
       '0024_generated_plpgsql',
       '0025_key_notifications',
       '0026_client_compactions',
+      '0027_short_pending_lists',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

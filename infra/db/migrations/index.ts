@@ -26,6 +26,7 @@ import * as m0023 from './0023_search_cheap_plans.js';
 import * as m0024 from './0024_generated_plpgsql.js';
 import * as m0025 from './0025_key_notifications.js';
 import * as m0026 from './0026_client_compactions.js';
+import * as m0027 from './0027_short_pending_lists.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -54,6 +55,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0024_generated_plpgsql': m0024,
   '0025_key_notifications': m0025,
   '0026_client_compactions': m0026,
+  '0027_short_pending_lists': m0027,
 };
 
 export const migrationProvider: MigrationProvider = {

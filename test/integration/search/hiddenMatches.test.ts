@@ -129,6 +129,7 @@ describe('0023 down and up again', () => {
     const down = await migrator.migrateTo('0022_context_engine');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual([
+      ['0027_short_pending_lists', 'Down', 'Success'],
       ['0026_client_compactions', 'Down', 'Success'],
       ['0025_key_notifications', 'Down', 'Success'],
       ['0024_generated_plpgsql', 'Down', 'Success'],
@@ -140,6 +141,7 @@ describe('0023 down and up again', () => {
       '0024_generated_plpgsql',
       '0025_key_notifications',
       '0026_client_compactions',
+      '0027_short_pending_lists',
     ]);
     expect(await answers()).toEqual(before);
   });
