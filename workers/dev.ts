@@ -133,6 +133,7 @@ const app = await buildGateway({
   readDb,
   conversations: new Conversations(db, new ConversationClient(connection), {
     turnMetrics: metrics,
+    appendMetrics: metrics,
     readDb,
     writeConnections: maxConnections,
     chatProblem: (row) => chatProviderProblem(llm.providers ?? null, row.provider, process.env),

@@ -46,6 +46,7 @@ const app = await buildGateway({
   readDb,
   conversations: new Conversations(db, temporal, {
     turnMetrics: metrics,
+    appendMetrics: metrics,
     readDb,
     writeConnections: env.DATABASE_POOL_SIZE,
     chatProblem: (row) => chatProviderProblem(providers, row.provider, process.env),

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import type { LoadOptions } from '../load.js';
+import { appendTransactions, describeSpan } from './appendTransactions.js';
 import { AppliedTracker, drain, type Poller, pollApplied, pollAppliedOverHttp } from './applied.js';
 import { beforeFigures } from './before.js';
 import { type CpuReport, sampleCpu } from './cpu.js';
@@ -56,6 +57,8 @@ interface Figures {
   /** CPU over the physical limit's run (null: not measured). */
   limitCpu: CpuReport | null;
   loadStart: string;
+  /** The gateway's append transactions during the load (appendTransactions.ts). */
+  transactions: string;
 }
 
 export async function runIngestBench(options: LoadOptions, stack: Stack, logs: Logs): Promise<void> {
@@ -97,6 +100,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
   const reads = statusReads(readsHttp, conversations, options.statusRate, options.statusTimeoutMs);
   logs.progress(`ingest: ${options.seconds} s, ${clients} clients, ${conversationsCount} conversations…`);
   let lastReported = 0;
+  const transactionsBefore = await appendTransactions(stack.url);
   const ingest = await runIngest({
     http,
     targets,
@@ -123,6 +127,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       lastReported = second;
     },
   });
+  const transactions = describeSpan(transactionsBefore, await appendTransactions(stack.url));
   await reads.stop();
   const cpuReport = await cpu.stop();
   const waitsReport = await waits?.stop();
@@ -195,6 +200,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       limit,
       limitCpu,
       loadStart,
+      transactions,
     },
     logs.log,
   );
@@ -238,6 +244,7 @@ function report(options: LoadOptions, f: Figures, log: (line: string) => void): 
       goal: 'no errors',
       met: errors === 0,
     },
+    { measure: 'append transactions during the load (/metrics)', figure: f.transactions },
     {
       measure: 'processing lag p50 / p99 (max)',
       figure:

@@ -41,16 +41,20 @@ export interface AppendGroupsOptions {
   slots?: number;
   /** The most batches one transaction holds. */
   maxGroup?: number;
+  /** Told the number of batches of each transaction (1: a batch alone), as it starts. */
+  onTransaction?: (batches: number) => void;
 }
 
 export const DEFAULT_MAX_GROUP = 16;
 
 /**
- * As many transactions at once as the machine has cores, plus one, within the pool: on 2 cores with PostgreSQL on
- * the same machine, `bench:load` (10,000 conversations, 64 clients) accepted most with 3 (2,163 msg/s; 2,066 with
- * 2, 1,922–2,077 with 5): fewer transactions contend less for the CPU and each holds more batches.
+ * As many transactions at once as the machine has cores, within the pool. On 2 cores with PostgreSQL on the same
+ * machine, `bench:load` (10,000 conversations, 64 clients) accepted as much with 2 (1,939–2,066 msg/s) as with 3
+ * (1,980–2,163) or 5 (1,922–2,077), and its status reads during the load stayed fast (p99 16–23 ms, against 21–56
+ * with 3 and 26–70 with 5): fewer write transactions leave the reads their share of the CPU, and each holds more
+ * batches.
  */
-export const defaultSlots = (connections: number) => Math.max(1, Math.min(connections, availableParallelism() + 1));
+export const defaultSlots = (connections: number) => Math.max(1, Math.min(connections, availableParallelism()));
 
 interface Job {
   tenantId: string;
@@ -128,6 +132,7 @@ export class AppendGroups {
   private running = 0;
   private readonly slots: number;
   private readonly maxGroup: number;
+  private readonly onTransaction: ((batches: number) => void) | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -135,6 +140,7 @@ export class AppendGroups {
   ) {
     this.slots = Math.max(1, Math.floor(options.slots ?? defaultSlots(options.connections)));
     this.maxGroup = Math.max(1, Math.floor(options.maxGroup ?? DEFAULT_MAX_GROUP));
+    this.onTransaction = options.onTransaction;
   }
 
   /** conversationAppend.ts `appendToConversation`, maybe in one transaction with other batches of the tenant. */
@@ -202,11 +208,13 @@ export class AppendGroups {
         job.reject(error);
       }
     };
+    this.onTransaction?.(group.length);
     if (group.length === 1) return alone(group[0]!);
     try {
       await commitTogether(this.db, group);
     } catch {
       // Rolled back: each batch again on its own, as it would have run without the others.
+      for (const _ of group) this.onTransaction?.(1);
       await Promise.all(group.map(alone));
     }
   }

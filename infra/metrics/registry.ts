@@ -22,6 +22,8 @@ export interface Metrics {
   turnRulesWait: Histogram<'standing'>;
   /** Issue #14 §5: requests the gateway refused with 429, by the limit (`requests_per_minute`, …). */
   limitRefusals: Counter<'limit'>;
+  /** Issue #11: batches per append transaction of the gateway (infra/db/appendGroups.ts). */
+  appendGroupBatches: Histogram<never>;
 }
 
 export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?: boolean } = {}): Metrics {
@@ -74,6 +76,13 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     ['standing'],
     [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5],
   );
+  const appendGroupBatches = histogram(
+    'dctx_append_group_batches',
+    'Plain batches per append transaction started: 1 unless they arrived while every write slot was busy, then ' +
+      "several conversations' batches of one tenant (a group that rolls back is followed by its batches alone)",
+    [],
+    [1, 2, 4, 8, 12, 16],
+  );
   const db = options.db;
   if (db) {
     const compactions = new Gauge({
@@ -118,6 +127,7 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     chatTurnSeconds,
     turnRulesWait,
     limitRefusals,
+    appendGroupBatches,
   };
 }
 

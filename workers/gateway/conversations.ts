@@ -34,6 +34,7 @@ import { openNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import type { TurnTextListener } from '../../infra/db/turnText.js';
+import type { Metrics } from '../../infra/metrics/registry.js';
 import { newSessionId } from '../../workflows/ids.js';
 import { type AppendDecideOptions, appendAndDecide } from './batchAppend.js';
 import { type ChatRequest, type ChatTurnReply, ChatTurns, type TurnMetrics } from './chatTurns.js';
@@ -85,6 +86,8 @@ export interface ConversationsOptions extends StartingRulesBase {
    * allows (infra/db/appendGroups.ts `defaultSlots`) are committed together, per tenant.
    */
   writeConnections?: number;
+  /** Batches per append transaction (the process's /metrics). */
+  appendMetrics?: Pick<Metrics, 'appendGroupBatches'>;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -126,7 +129,11 @@ export class Conversations {
     private readonly options: ConversationsOptions = {},
   ) {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 30_000;
-    this.groups = new AppendGroups(db, { connections: options.writeConnections ?? DEFAULT_POOL_SIZE });
+    const batches = options.appendMetrics?.appendGroupBatches;
+    this.groups = new AppendGroups(db, {
+      connections: options.writeConnections ?? DEFAULT_POOL_SIZE,
+      ...(batches ? { onTransaction: (n: number) => batches.observe(n) } : {}),
+    });
     this.turns = new ChatTurns(this, options.turns ? createTurnRunner({ ...options.turns, db }) : null, {
       ...(options.turnWaits ? { waits: options.turnWaits } : {}),
       ...(options.turnMetrics ? { metrics: options.turnMetrics } : {}),

@@ -12,6 +12,7 @@ import { getConversation } from '../../../infra/db/conversations.js';
 import { loadTranscript } from '../../../infra/db/messages.js';
 import { ConversationNotFoundError, IdempotencyConflictError } from '../../../infra/db/storeErrors.js';
 import { ensureTenant } from '../../../infra/db/tenants.js';
+import { createMetrics } from '../../../infra/metrics/registry.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { countingWrites } from '../../support/harness/socketWrites.js';
 import { assistant, newConversation, user } from './storeFixtures.js';
@@ -60,7 +61,13 @@ const takeTheSlot = (groups: AppendGroups, tenantId: string, conversationId: str
 
 describe('AppendGroups', () => {
   it('stores every batch once, in each conversation’s arrival order, one tenant per transaction', async () => {
-    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1, maxGroup: 4 });
+    const metrics = createMetrics({ defaultMetrics: false });
+    const groups = new AppendGroups(testDb.db, {
+      connections: 5,
+      slots: 1,
+      maxGroup: 4,
+      onTransaction: (n) => metrics.appendGroupBatches.observe(n),
+    });
     const conversations: Record<string, string[]> = {
       [A]: await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, A))),
       [B]: await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, B))),
@@ -103,6 +110,13 @@ describe('AppendGroups', () => {
       expect(new Set(stored.map((row) => row.conversation_id)).size).toBe(batches.size);
     }
     expect(groups.waiting).toBe(0);
+    // /metrics: every batch once, in the transactions PostgreSQL saw — and maybe one that stored nothing, if the
+    // repeated post ran alone.
+    const histogram = (await metrics.appendGroupBatches.get()).values;
+    const count = histogram.find((v) => v.metricName === 'dctx_append_group_batches_count')?.value;
+    const sum = histogram.find((v) => v.metricName === 'dctx_append_group_batches_sum')?.value;
+    expect(sum).toBe(posts.length);
+    expect([transactions.size, transactions.size + 1]).toContain(count);
   });
 
   it('a batch refused on its own fails alone; the others of its transaction are stored', async () => {

@@ -1,0 +1,34 @@
+// The gateway's append transactions over the load, from its /metrics (`dctx_append_group_batches`, counted by
+// infra/db/appendGroups.ts as each starts): how many, and how many plain batches each held on average.
+import { int } from './report.js';
+
+export interface AppendTransactions {
+  transactions: number;
+  batches: number;
+}
+
+/** The histogram's count and sum as they stand; null when /metrics cannot be read (a key, another process). */
+export async function appendTransactions(url: string): Promise<AppendTransactions | null> {
+  try {
+    const response = await fetch(`${url}/metrics`);
+    if (!response.ok) return null;
+    const text = await response.text();
+    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+    const counts = {
+      transactions: value('dctx_append_group_batches_count'),
+      batches: value('dctx_append_group_batches_sum'),
+    };
+    return Number.isFinite(counts.transactions) && Number.isFinite(counts.batches) ? counts : null;
+  } catch {
+    return null;
+  }
+}
+
+/** What happened between two readings, as the report prints it. */
+export function describeSpan(before: AppendTransactions | null, after: AppendTransactions | null): string {
+  if (!before || !after) return 'not available (/metrics not readable)';
+  const transactions = after.transactions - before.transactions;
+  const batches = after.batches - before.batches;
+  if (transactions <= 0) return 'none';
+  return `${int(transactions)} for ${int(batches)} batches: ${(batches / transactions).toFixed(1)} per transaction`;
+}
