@@ -2,12 +2,11 @@
 // tenant-scoped transaction holds the appends of several conversations of one tenant, each exactly as it would run
 // alone (conversationAppend.ts `appendInTransaction`), so a group costs one BEGIN, one COMMIT (one WAL flush) and two
 // flights — every batch's lock and reads, then every batch's writes with the COMMIT — where the batches alone cost
-// two flights and a COMMIT each. Measured with `bench:load`:
-// see the README's section on how a message flows.
+// two flights and a COMMIT each (`bench:load` figures: README, "PostgreSQL").
 //
 // - Accepted = committed still: a batch's promise settles after the group's COMMIT answered.
-// - Nothing waits to be grouped: a batch starts at once while fewer than `slots` transactions run; only batches that
-//   would have waited for a pool connection anyway are grouped.
+// - Nothing waits to be grouped: a batch starts at once while fewer than `slots` transactions run; only the batches
+//   that arrive while every slot is busy wait, and the next free slot takes them together.
 // - Order: batches of one conversation run in arrival order, never two in one group nor in two groups at once; a
 //   group takes its conversations' locks in id order, so two groups cannot deadlock on them.
 // - Isolation of failures: a batch refused before it queued anything (an idempotency conflict, a conversation or

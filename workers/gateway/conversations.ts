@@ -120,7 +120,7 @@ export class Conversations {
   private readonly turns: ChatTurns;
   /** What the gateway still writes after it answered (pendingWrites.ts): later requests wait for it. */
   readonly pendingWrites = new PendingWrites();
-  /** Plain batches' appends: grouped per tenant while the write pool is busy. */
+  /** Plain batches' appends: grouped per tenant while every write slot is busy. */
   private readonly groups: AppendGroups;
 
   constructor(
