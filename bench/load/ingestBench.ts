@@ -1,33 +1,22 @@
 // The ingest scenario: tenants and conversations over HTTP (creation rate), sustained ingest with status reads and
 // CPU sampling, the wait until every conversation applied everything (processing lag), the row count, then the
-// physical limit with the same rows, and the table with the issue's goals.
+// physical limit with the same rows (a batch per transaction, then GROUPED_LIMIT per transaction); the table with the
+// issue's goals is ingestReport.ts's.
 import { randomBytes } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import type { LoadOptions } from '../load.js';
 import { appendTransactions, describeSpan } from './appendTransactions.js';
 import { AppliedTracker, drain, type Poller, pollApplied, pollAppliedOverHttp } from './applied.js';
-import { beforeFigures } from './before.js';
 import { type CpuReport, sampleCpu } from './cpu.js';
 import { JsonHttp } from './http.js';
-import { type IngestResult, runIngest, type StatusReads, statusBurst, statusReads } from './ingest.js';
-import { countInPostgres, countOverHttp, type IntegrityReport } from './integrity.js';
-import { type LimitResult, measureLimit } from './limit.js';
+import { runIngest, statusBurst, statusReads } from './ingest.js';
+import { reportIngest } from './ingestReport.js';
+import { countInPostgres, countOverHttp } from './integrity.js';
+import { GROUPED_LIMIT, type LimitResult, measureLimit } from './limit.js';
 import { ConversationScript, type ScriptOptions } from './messages.js';
-import { type PostgresWaits, postgresWaitRows, samplePostgresWaits } from './pgWaits.js';
-import {
-  cpuPerBatchRows,
-  cpuRows,
-  int,
-  latencies,
-  loadAverage,
-  ms,
-  perSecond,
-  printTable,
-  type Row,
-} from './report.js';
-import { type Creation, createConversations, createTenants } from './setup.js';
+import { samplePostgresWaits } from './pgWaits.js';
+import { int, loadAverage } from './report.js';
+import { createConversations, createTenants } from './setup.js';
 import type { Stack } from './stack.js';
-import { summarize } from './stats.js';
 
 /** Threshold of the default 200,000-token model under the default policy (SPEC §5.6), when the status has none. */
 const DEFAULT_THRESHOLD_TOKENS = 150_000;
@@ -35,30 +24,6 @@ const DEFAULT_THRESHOLD_TOKENS = 150_000;
 export interface Logs {
   log: (line: string) => void;
   progress: (line: string) => void;
-}
-
-interface Figures {
-  creation: Creation;
-  ingest: IngestResult;
-  reads: StatusReads;
-  drainReads: StatusReads;
-  /** The same burst again once drained, by as many new clients (each opens its connection). */
-  newClientReads: StatusReads;
-  lags: number[];
-  drainSeconds: number | null;
-  unapplied: number;
-  uncertain: number;
-  poller: { method: string; count: number; meanMs: number };
-  integrity: IntegrityReport;
-  cpu: CpuReport;
-  /** What the product's backends waited for, and the WAL per batch (null: no SQL access to the stack's database). */
-  waits: PostgresWaits | null;
-  limit: LimitResult | null;
-  /** CPU over the physical limit's run (null: not measured). */
-  limitCpu: CpuReport | null;
-  loadStart: string;
-  /** The gateway's append transactions during the load (appendTransactions.ts). */
-  transactions: string;
 }
 
 export async function runIngestBench(options: LoadOptions, stack: Stack, logs: Logs): Promise<void> {
@@ -155,6 +120,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
 
   let limit: LimitResult | null = null;
   let limitCpu: CpuReport | null = null;
+  let groupedLimit: LimitResult | null = null;
   if (options.limit && stack.db && stack.databaseUrl) {
     const seconds = options.limitSeconds ?? options.seconds;
     logs.progress(
@@ -171,12 +137,27 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       script: scriptOptions(conversations[0]?.thresholdTokens ?? 0),
     });
     limitCpu = await sampler.stop();
+    // The ceiling of committing in groups: as many batches in flight, GROUPED_LIMIT per transaction.
+    const connections = Math.max(1, Math.round(clients / GROUPED_LIMIT));
+    logs.progress(
+      `physical limit, grouped: ${GROUPED_LIMIT} batches of one tenant per transaction from ${connections} connections for ${seconds} s…`,
+    );
+    groupedLimit = await measureLimit({
+      databaseUrl: stack.databaseUrl,
+      prefix: `${runId}g`,
+      tenants,
+      conversations: conversationsCount,
+      connections,
+      seconds,
+      script: scriptOptions(conversations[0]?.thresholdTokens ?? 0),
+      perTransaction: GROUPED_LIMIT,
+    });
   }
   http.close();
   readsHttp.close();
   newClientsHttp.close();
 
-  report(
+  reportIngest(
     options,
     {
       creation,
@@ -199,6 +180,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       waits: waitsReport ?? null,
       limit,
       limitCpu,
+      groupedLimit,
       loadStart,
       transactions,
     },
@@ -207,144 +189,4 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
   const stderr = stack.stderr().trim();
   if (stderr)
     logs.log(`\ndev.ts wrote to stderr during the run (last lines):\n${stderr.split('\n').slice(-15).join('\n')}`);
-}
-
-function report(options: LoadOptions, f: Figures, log: (line: string) => void): void {
-  const rate = perSecond(f.ingest.acceptedMessages, f.ingest.seconds);
-  const accept = summarize(f.ingest.latencies);
-  const lag = summarize(f.lags);
-  const created = summarize(f.creation.latencies);
-  const creationRate = perSecond(f.creation.conversations.length, f.creation.seconds);
-  const status = summarize(f.reads.latencies);
-  const drainStatus = summarize(f.drainReads.latencies);
-  const newClientStatus = summarize(f.newClientReads.latencies);
-  const errors = f.ingest.outcomes.total() - f.ingest.acceptedBatches;
-  const limitRate = f.limit ? perSecond(f.limit.messages, f.limit.seconds) : Number.NaN;
-  const limitLatency = f.limit ? summarize(f.limit.latencies) : null;
-  const ratio = rate / limitRate;
-  const before = beforeFigures(f.creation.conversations.length, Math.round(options.clients));
-  const rows: Row[] = [
-    {
-      measure: 'messages accepted per second',
-      figure: int(rate),
-      before: before.acceptedPerSecond,
-      goal: '≥ 1,000 (10,000 conv., 64 clients)',
-      met: rate >= 1000,
-    },
-    {
-      measure: 'accept latency p50 / p95 / p99',
-      figure: latencies(accept),
-      before: before.acceptLatency,
-      goal: 'p99 ≤ 100 ms',
-      met: accept.p99 <= 100,
-    },
-    {
-      measure: 'ingest requests: outcomes',
-      figure: `${f.ingest.outcomes} (${f.ingest.retries} retries, ${f.ingest.failedBatches} batches failed)`,
-      goal: 'no errors',
-      met: errors === 0,
-    },
-    { measure: 'append transactions during the load (/metrics)', figure: f.transactions },
-    {
-      measure: 'processing lag p50 / p99 (max)',
-      figure:
-        `${latencies(lag, ['p50', 'p99'])} (${ms(lag.max)})` +
-        (f.unapplied > 0 ? `, ${int(f.unapplied)} batches never applied: not in these` : ''),
-    },
-    {
-      measure: 'all applied after the load',
-      figure:
-        f.drainSeconds === null
-          ? `NOT within the drain timeout: ${int(f.unapplied)} batches unapplied`
-          : `${f.drainSeconds.toFixed(1)} s after the last accept`,
-    },
-    {
-      measure: 'conversations created per second',
-      figure: int(creationRate),
-      before: before.creation,
-      goal: '≥ 200 per second',
-      met: creationRate >= 200,
-    },
-    {
-      measure: 'create latency p50 / p99',
-      figure: latencies(created, ['p50', 'p99']),
-      before: before.createLatency,
-    },
-    {
-      measure: 'status read during load p50 / p99',
-      figure: `${latencies(status, ['p50', 'p99'])}, ${f.reads.timeouts} timeouts / ${f.reads.outcomes.total()}`,
-      goal: 'p99 ≤ 50 ms, never a timeout',
-      met: status.p99 <= 50 && f.reads.failures === 0,
-    },
-    {
-      measure: 'status read right after the load (every conv.) p50 / p99',
-      figure: `${latencies(drainStatus, ['p50', 'p99'])}, ${f.drainReads.timeouts} timeouts / ${f.drainReads.outcomes.total()}`,
-      before: before.statusAfterLoad,
-      goal: 'p99 ≤ 50 ms, never a timeout',
-      met: drainStatus.n === 0 ? undefined : drainStatus.p99 <= 50 && f.drainReads.failures === 0,
-    },
-    {
-      measure: 'the same once drained, by new clients (new connections)',
-      figure: `${latencies(newClientStatus, ['p50', 'p99'])}, ${f.newClientReads.timeouts} timeouts / ${f.newClientReads.outcomes.total()}`,
-    },
-    {
-      measure: 'rows lost / duplicated',
-      figure: `${f.integrity.lost} / ${f.integrity.duplicated} of ${int(f.integrity.expected)} (${f.integrity.outOfOrder} conv. out of order)`,
-      before: before.rows,
-      goal: '0 / 0',
-      met: f.integrity.lost === 0 && f.integrity.duplicated === 0 && f.integrity.outOfOrder === 0,
-    },
-    {
-      measure: 'physical limit (same rows, straight SQL)',
-      figure: f.limit
-        ? `${int(limitRate)} msg/s, tx p50 / p99 ${latencies(limitLatency!, ['p50', 'p99'])}${f.limit.errors ? `, ${f.limit.errors} errors` : ''}`
-        : 'not measured',
-      before: before.limit,
-    },
-    {
-      measure: 'ratio product / limit',
-      figure: f.limit ? `${ratio.toFixed(2)}×` : '—',
-      before: before.ratio,
-      goal: '≥ 0.5',
-      met: f.limit ? ratio >= 0.5 : undefined,
-    },
-    ...cpuRows(f.cpu).map((row) =>
-      row.measure === '  CPU Temporal dev server' ? { ...row, before: before.temporalCpu } : row,
-    ),
-    ...cpuPerBatchRows(
-      { cpu: f.cpu, batches: f.ingest.acceptedBatches },
-      f.limit && f.limitCpu ? { cpu: f.limitCpu, batches: f.limit.latencies.length } : null,
-    ),
-    ...(f.waits ? postgresWaitRows(f.waits, f.ingest.acceptedBatches) : []),
-  ];
-  const mode = options.compact ? ', --compact' : '';
-  printTable(
-    `bench:load — ${f.creation.conversations.length} conversations, ${Math.round(options.clients)} clients, ` +
-      `${options.tenants} tenants, ${options.seconds} s${mode} (${availableParallelism()} cores)`,
-    rows,
-    log,
-    before.title,
-  );
-  log('');
-  log(`Load average (1 / 5 / 15 min): ${f.loadStart} at the start, ${loadAverage()} at the end.`);
-  log(
-    `Method: accept latency = request start → 2xx (a retry counts from the first attempt); lag = 2xx → the first poll ` +
-      `that saw applied_seq cover the batch, taken at the middle of the interval since the previous poll ` +
-      `(${f.poller.method}; ${f.poller.count} polls, ${f.poller.meanMs.toFixed(1)} ms each); ` +
-      `rows counted by ${f.integrity.source}.`,
-  );
-  if (f.integrity.storedWithoutAccept > 0) {
-    log(
-      `${f.integrity.storedWithoutAccept} messages are stored although their request got no 2xx (failed after commit).`,
-    );
-  }
-  if (f.uncertain > 0)
-    log(`${f.uncertain} conversations had a batch that never got a 2xx: left out of the lag figures.`);
-  if (f.limit?.firstError)
-    log(`Physical limit: ${f.limit.errors} failed transactions, the first: ${f.limit.firstError}`);
-  if (f.ingest.errorSamples.length > 0)
-    log(`Error answers (first ${f.ingest.errorSamples.length}):\n  ${f.ingest.errorSamples.join('\n  ')}`);
-  const readErrors = [f.reads, f.drainReads, f.newClientReads].filter((r) => r.failures > 0);
-  const outcomes = `during ${f.reads.outcomes}; after ${f.drainReads.outcomes}; new ${f.newClientReads.outcomes}`;
-  if (readErrors.length > 0) log(`Status read outcomes: ${outcomes}`);
 }

@@ -4,7 +4,8 @@
 // app.tenant_id, so row-level security and its checks run) holding the product's own batched INSERT of the batch's
 // 2 rows (infra/db/messages.ts insertMessageRows: the same rows, whatever the schema becomes). No HTTP, no Temporal,
 // no lock on the conversation row, no idempotency lookup: the ceiling a product that only commits each batch could
-// reach here.
+// reach here. With `perTransaction` > 1, each transaction holds that many batches of one tenant's conversations, one
+// after another: the ceiling for a product that commits batches in groups (infra/db/appendGroups.ts).
 import { performance } from 'node:perf_hooks';
 import { createDb } from '../../infra/db/connect.js';
 import { createConversation } from '../../infra/db/conversations.js';
@@ -15,8 +16,13 @@ import type { BenchTenant } from './setup.js';
 
 export const LIMIT_APPLICATION_NAME = 'dc-bench-limit';
 
+/** Batches per transaction of the grouped physical limit: about what the gateway's groups hold under load. */
+export const GROUPED_LIMIT = 8;
+
 export interface LimitResult {
   connections: number;
+  /** Batches per transaction. */
+  perTransaction: number;
   seconds: number;
   messages: number;
   /** Per transaction (BEGIN → COMMIT). */
@@ -42,14 +48,17 @@ export async function measureLimit(options: {
   connections: number;
   seconds: number;
   script: ScriptOptions;
+  /** Batches of one tenant per transaction (default 1). */
+  perTransaction?: number;
 }): Promise<LimitResult> {
+  const perTransaction = Math.max(1, Math.floor(options.perTransaction ?? 1));
   const db = createDb({
     connectionString: options.databaseUrl,
     maxConnections: options.connections,
     applicationName: LIMIT_APPLICATION_NAME,
   });
   const idle: LimitConversation[] = Array.from(
-    { length: Math.max(options.conversations, options.connections) },
+    { length: Math.max(options.conversations, options.connections * perTransaction) },
     (_, i) => ({
       tenantId: options.tenants[i % options.tenants.length]!.id,
       id: `${options.prefix}-limit-c${i}`,
@@ -60,6 +69,7 @@ export async function measureLimit(options: {
   );
   const result: LimitResult = {
     connections: options.connections,
+    perTransaction,
     seconds: 0,
     messages: 0,
     latencies: [],
@@ -87,28 +97,41 @@ export async function measureLimit(options: {
 
     const started = performance.now();
     const deadline = started + options.seconds * 1000;
+    // Idle conversations by tenant: a transaction takes the next tenant's first `perTransaction`.
+    const byTenant = new Map<string, LimitConversation[]>();
+    for (const c of idle) byTenant.set(c.tenantId, [...(byTenant.get(c.tenantId) ?? []), c]);
+    const queues = [...byTenant.values()];
+    let turn = 0;
     const writer = async () => {
       while (performance.now() < deadline) {
-        const conversation = idle.shift()!;
-        const batch = conversation.script.next();
-        const rows = batch.messages.map((item) => ({
-          message: item.message,
-          idempotencyKey: item.idempotencyKey,
-          position: conversation.position++,
-        }));
-        const target = { sessionId: conversation.sessionId, conversationId: conversation.id };
+        const queue = queues[turn++ % queues.length]!;
+        const group = queue.splice(0, perTransaction);
+        if (group.length === 0) continue;
+        const tenantId = group[0]!.tenantId;
+        const batches = group.map((conversation) => {
+          const batch = conversation.script.next();
+          const rows = batch.messages.map((item) => ({
+            message: item.message,
+            idempotencyKey: item.idempotencyKey,
+            position: conversation.position++,
+          }));
+          return { rows, target: { sessionId: conversation.sessionId, conversationId: conversation.id } };
+        });
         const begun = performance.now();
         try {
-          await withTenant(db, conversation.tenantId, (tx) =>
-            insertMessageRows(tx, conversation.tenantId, target, rows),
-          );
-          result.latencies.push(performance.now() - begun);
-          result.messages += batch.messages.length;
+          await withTenant(db, tenantId, async (tx) => {
+            for (const { rows, target } of batches) await insertMessageRows(tx, tenantId, target, rows);
+          });
+          const took = performance.now() - begun;
+          for (const { rows } of batches) {
+            result.latencies.push(took);
+            result.messages += rows.length;
+          }
         } catch (err) {
           result.errors += 1;
           result.firstError ??= (err as Error).message;
         } finally {
-          idle.push(conversation);
+          queue.push(...group);
         }
       }
     };
