@@ -7,18 +7,19 @@ export interface AppendTransactions {
   batches: number;
 }
 
-/** The histogram's count and sum as they stand; null when /metrics cannot be read (a key, another process). */
+/** The histogram's count and sum in a /metrics text (Prometheus exposition format); null when it has none. */
+export function appendTransactionsOf(text: string): AppendTransactions | null {
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const transactions = value('dctx_append_group_batches_count');
+  const batches = value('dctx_append_group_batches_sum');
+  return Number.isFinite(transactions) && Number.isFinite(batches) ? { transactions, batches } : null;
+}
+
+/** The gateway's reading as it stands; null when /metrics cannot be read (a key, another process). */
 export async function appendTransactions(url: string): Promise<AppendTransactions | null> {
   try {
     const response = await fetch(`${url}/metrics`);
-    if (!response.ok) return null;
-    const text = await response.text();
-    const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
-    const counts = {
-      transactions: value('dctx_append_group_batches_count'),
-      batches: value('dctx_append_group_batches_sum'),
-    };
-    return Number.isFinite(counts.transactions) && Number.isFinite(counts.batches) ? counts : null;
+    return response.ok ? appendTransactionsOf(await response.text()) : null;
   } catch {
     return null;
   }

@@ -95,13 +95,17 @@ export async function measureLimit(options: {
     };
     await Promise.all(Array.from({ length: options.connections }, creator));
 
-    const started = performance.now();
-    const deadline = started + options.seconds * 1000;
     // Idle conversations by tenant: a transaction takes the next tenant's first `perTransaction`.
     const byTenant = new Map<string, LimitConversation[]>();
-    for (const c of idle) byTenant.set(c.tenantId, [...(byTenant.get(c.tenantId) ?? []), c]);
+    for (const c of idle) {
+      const queue = byTenant.get(c.tenantId);
+      if (queue) queue.push(c);
+      else byTenant.set(c.tenantId, [c]);
+    }
     const queues = [...byTenant.values()];
     let turn = 0;
+    const started = performance.now();
+    const deadline = started + options.seconds * 1000;
     const writer = async () => {
       while (performance.now() < deadline) {
         const queue = queues[turn++ % queues.length]!;

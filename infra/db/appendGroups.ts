@@ -34,8 +34,8 @@ import { withTenantWrite } from './writeRetry.js';
 export type GroupableOptions = Pick<AppendOptions, 'settle' | 'row'>;
 
 export interface AppendGroupsOptions {
-  /** The write pool's size: never more transactions at once than it has connections. */
-  connections: number;
+  /** The write pool's size: never more transactions at once than it has connections (unset: not known). */
+  connections?: number;
   /** How many append transactions run at once (default `defaultSlots(connections)`). */
   slots?: number;
   /** The most batches one transaction holds. */
@@ -53,7 +53,8 @@ export const DEFAULT_MAX_GROUP = 16;
  * with 3 and 26–70 with 5): fewer write transactions leave the reads their share of the CPU, and each holds more
  * batches.
  */
-export const defaultSlots = (connections: number) => Math.max(1, Math.min(connections, availableParallelism()));
+export const defaultSlots = (connections = Number.POSITIVE_INFINITY) =>
+  Math.max(1, Math.min(connections, availableParallelism()));
 
 interface Job {
   tenantId: string;

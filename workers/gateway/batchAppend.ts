@@ -72,33 +72,32 @@ export async function appendAndDecide(
   };
   if (options.groups && !turnId && !options.admit && options.after === undefined) {
     await options.groups.append(tenantId, conversationId, batch.messages, { settle });
-    if (!decided) throw new Error(`conversation ${conversationId}: the append did not run`);
-    return { ...decided, turn: null, context: null, stale };
+  } else {
+    await appendToConversation(db, tenantId, conversationId, batch.messages, {
+      ...(options.after !== undefined ? { after: options.after } : {}),
+      ...(options.admit ? { admit: options.admit } : {}),
+      settle,
+      ...(turnId
+        ? {
+            within: async (tx) => {
+              // The turn runs here: its batch is quiet, or the workflow is told of it first and cannot change what
+              // the model is sent (chatTurns.ts). The turn as stored by an earlier attempt and the transcript are read
+              // in the same transaction, both travelling with its COMMIT: the transcript is read before it is known
+              // whether that attempt stored a reply (then it is not used: a retry's read is wasted, every other turn
+              // saves two round trips).
+              const verdict = decided?.decision;
+              const here =
+                verdict !== undefined && (!verdict.notify ? decided?.stored.seq !== null : verdict.turnUnwaited);
+              reads.turn = await pipelined(tx, turnQuery(tx, turnId));
+              delete reads.transcript;
+              if (options.direct && here && decided) {
+                reads.transcript = await (transcripts ?? new TranscriptCache()).queueRead(tx, tenantId, decided.head);
+              }
+            },
+          }
+        : {}),
+    });
   }
-  await appendToConversation(db, tenantId, conversationId, batch.messages, {
-    ...(options.after !== undefined ? { after: options.after } : {}),
-    ...(options.admit ? { admit: options.admit } : {}),
-    settle,
-    ...(turnId
-      ? {
-          within: async (tx) => {
-            // The turn runs here: its batch is quiet, or the workflow is told of it first and cannot change what
-            // the model is sent (chatTurns.ts). The turn as stored by an earlier attempt and the transcript are read
-            // in the same transaction, both travelling with its COMMIT: the transcript is read before it is known
-            // whether that attempt stored a reply (then it is not used: a retry's read is wasted, every other turn
-            // saves two round trips).
-            const verdict = decided?.decision;
-            const here =
-              verdict !== undefined && (!verdict.notify ? decided?.stored.seq !== null : verdict.turnUnwaited);
-            reads.turn = await pipelined(tx, turnQuery(tx, turnId));
-            delete reads.transcript;
-            if (options.direct && here && decided) {
-              reads.transcript = await (transcripts ?? new TranscriptCache()).queueRead(tx, tenantId, decided.head);
-            }
-          },
-        }
-      : {}),
-  });
   if (!decided) throw new Error(`conversation ${conversationId}: the append did not run`);
   // Committed: what travelled with the COMMIT has answered.
   const turn = reads.turn ? turnOf((await reads.turn.result).rows[0]) : null;

@@ -21,7 +21,6 @@ import type {
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import { resolveUsableContextLength } from '../../engine/index.js';
-import { DEFAULT_POOL_SIZE } from '../../infra/config/env.js';
 import { AppendGroups } from '../../infra/db/appendGroups.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import {
@@ -82,8 +81,8 @@ export interface ConversationsOptions extends StartingRulesBase {
   /** Hears the text of streamed turns the workflow runs (infra/db/turnText.ts); without it, it comes once stored. */
   turnText?: TurnTextListener;
   /**
-   * The write pool's size (default DEFAULT_POOL_SIZE): plain batches that arrive while as many appends run as it
-   * allows (infra/db/appendGroups.ts `defaultSlots`) are committed together, per tenant.
+   * The write pool's size (unset: not known, only the cores count): plain batches that arrive while as many appends
+   * run as it allows (infra/db/appendGroups.ts `defaultSlots`) are committed together, per tenant.
    */
   writeConnections?: number;
   /** Batches per append transaction (the process's /metrics). */
@@ -131,7 +130,7 @@ export class Conversations {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 30_000;
     const batches = options.appendMetrics?.appendGroupBatches;
     this.groups = new AppendGroups(db, {
-      connections: options.writeConnections ?? DEFAULT_POOL_SIZE,
+      ...(options.writeConnections !== undefined ? { connections: options.writeConnections } : {}),
       ...(batches ? { onTransaction: (n: number) => batches.observe(n) } : {}),
     });
     this.turns = new ChatTurns(this, options.turns ? createTurnRunner({ ...options.turns, db }) : null, {
