@@ -74,8 +74,8 @@ export function joinFlight(client: CorkableClient): void {
  * a transaction of this driver, it is held back and sent with BEGIN as one simple-protocol message
  * (`BEGIN; <statement>`), in the flight of the transaction's first other statement; if BEGIN runs, the statement runs
  * inside that transaction or aborts it, and every statement after it then fails. Executed later in the transaction,
- * it is held back likewise and sent in the flight of the next statement; if the transaction ends first, it is never
- * sent (nothing was left for it to act on). Outside a transaction it is an ordinary statement.
+ * it is held back likewise and sent in the flight of the next statement, after any statement queued (`pipelined`)
+ * before it; if the transaction ends first, it is never sent (nothing was left for it to act on). Outside a transaction it is an ordinary statement.
  */
 export function deferredStatement(sqlText: string): CompiledQuery {
   const query = CompiledQuery.raw(sqlText, []);
@@ -109,7 +109,8 @@ class PipelinedConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery, _options?: AbortableOperationOptions): Promise<QueryResult<R>> {
     if (this.inTransaction) {
       if (deferrable.has(query)) {
-        if (this.prelude) this.prelude.push(query.sql);
+        // After the statements queued before it, whether or not the prelude left yet.
+        if (this.prelude && this.held.length === 0) this.prelude.push(query.sql);
         else this.held.push(query.sql);
         return { rows: [] };
       }

@@ -7,7 +7,7 @@
 // transaction costs one round trip plus its COMMIT, and a read-only one (`readOnly`) one round trip: its COMMIT is
 // not awaited. The settings are local to the transaction (set_config(..., true)) and end with its COMMIT or
 // ROLLBACK, which PostgreSQL executes before anything the connection's next user sends.
-import type { Kysely, Transaction } from 'kysely';
+import type { CompiledQuery, Kysely, Transaction } from 'kysely';
 import pg from 'pg';
 import { TENANT_ID_PATTERN } from '../../contracts/http/admin.js';
 import { TENANT_ROLE } from './migrations/0001_initial.js';
@@ -32,6 +32,13 @@ export const READ_ONLY: TenantOptions = { readOnly: true };
 
 const TENANT_ID = new RegExp(TENANT_ID_PATTERN);
 
+/** A tenant id the tenants table would refuse never reaches a setting (nothing is sent). */
+function checkTenantId(caller: string, tenantId: string): void {
+  if (typeof tenantId !== 'string' || !TENANT_ID.test(tenantId)) {
+    throw new Error(`${caller}: tenantId must match ${TENANT_ID_PATTERN}`);
+  }
+}
+
 /** The transaction-local setting of how prepared statements are planned (TenantOptions.genericPlans). */
 const PLAN_MODE = (mode: 'force_generic_plan' | 'force_custom_plan') =>
   `set_config('plan_cache_mode', '${mode}', true)`;
@@ -51,15 +58,24 @@ function tenantSettings(tenantId: string, genericPlans: boolean): string {
  */
 export const CUSTOM_PLANS = () => deferredStatement(`SELECT ${PLAN_MODE('force_custom_plan')}`);
 
+/**
+ * In a transaction of withTenant, the tenant of the statements that follow (a group of appends of several tenants,
+ * appendGroups.ts): held back like the settings of BEGIN and sent, in order, before the transaction's next statement,
+ * so every statement runs under row-level security with the tenant set when it was issued. Local to the transaction,
+ * as withTenant's own setting; the role stays the tenant role.
+ */
+export function tenantSwitch(tenantId: string): CompiledQuery {
+  checkTenantId('tenantSwitch', tenantId);
+  return deferredStatement(`SELECT set_config('app.tenant_id', ${pg.escapeLiteral(tenantId)}, true)`);
+}
+
 export async function withTenant<T>(
   db: Kysely<Database>,
   tenantId: string,
   fn: (tx: TenantTx) => Promise<T>,
   options: TenantOptions = {},
 ): Promise<T> {
-  if (typeof tenantId !== 'string' || !TENANT_ID.test(tenantId)) {
-    throw new Error(`withTenant: tenantId must match ${TENANT_ID_PATTERN}`);
-  }
+  checkTenantId('withTenant', tenantId);
   const transaction = options.readOnly ? db.transaction().setAccessMode('read only') : db.transaction();
   return transaction.execute(async (tx) => {
     await tx.executeQuery(deferredStatement(tenantSettings(tenantId, options.genericPlans === true)));

@@ -2,15 +2,17 @@
 // BEGIN and the tenant settings travel with the first statement and a read-only COMMIT is not awaited, so these
 // check what that must never change — the first statement runs as the tenant role with the tenant set, nothing of a
 // tenant's transaction survives into the next use of the same connection, and a failed prelude stops the statement
-// that travels with it.
+// that travels with it; a tenant switched within a transaction (tenantSwitch, a group of appends of several
+// tenants) holds exactly the statements issued after it.
 
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDb } from '../../../infra/db/connect.js';
 import { TENANT_ROLE } from '../../../infra/db/migrations/0001_initial.js';
 import { deferredStatement } from '../../../infra/db/pipelinedTransactions.js';
+import { pipelined } from '../../../infra/db/queuedStatements.js';
 import type { Database } from '../../../infra/db/schema.js';
-import { CUSTOM_PLANS, type TenantTx, withTenant } from '../../../infra/db/tenant.js';
+import { CUSTOM_PLANS, type TenantTx, tenantSwitch, withTenant } from '../../../infra/db/tenant.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { countingWrites } from '../../support/harness/socketWrites.js';
 import { assistant, seedSession, user } from './storeFixtures.js';
@@ -41,12 +43,14 @@ interface Context {
 }
 
 /** Who the statement runs as, which tenant is set, and whose messages row-level security lets it see. */
-async function context(db: Kysely<Database> | TenantTx): Promise<Context> {
-  const { rows } = await sql<Context>`
+const contextQuery = (db: Kysely<Database> | TenantTx) =>
+  sql<Context>`
     SELECT pg_backend_pid() AS pid, current_user AS "user", session_user AS "sessionUser",
            nullif(current_setting('app.tenant_id', true), '') AS tenant,
-           ARRAY(SELECT DISTINCT tenant_id FROM messages ORDER BY 1) AS "visibleTenants"`.execute(db);
-  return rows[0] as Context;
+           ARRAY(SELECT DISTINCT tenant_id FROM messages ORDER BY 1) AS "visibleTenants"`.compile(db);
+
+async function context(db: Kysely<Database> | TenantTx): Promise<Context> {
+  return (await db.executeQuery(contextQuery(db))).rows[0] as Context;
 }
 
 /** The ways a tenant transaction can end; each is followed by the next user of the same connection. */
@@ -209,5 +213,50 @@ describe('plans and statements held back later in a transaction', () => {
     const markers = await sql`SELECT 1 FROM tenant_markers WHERE key = ${key}`.execute(single);
     expect(markers.rows).toEqual([]);
     expect((await context(single)).tenant).toBeNull();
+  });
+});
+
+describe('tenantSwitch: another tenant for the rest of a transaction', () => {
+  it('scopes the statements after it to the new tenant, queued ones before it to the old, and ends with it', async () => {
+    const { result, writes } = await countingWrites(() =>
+      withTenant(single, A, async (tx) => {
+        // Queued before the switch, all held back until the last statement: each runs under the tenant set when
+        // it was issued, although the transaction's prelude has not left yet.
+        const before = await pipelined(tx, contextQuery(tx));
+        await tx.executeQuery(tenantSwitch(B));
+        const queuedAfter = await pipelined(tx, contextQuery(tx));
+        await tx.executeQuery(tenantSwitch(A));
+        const back = await context(tx);
+        return { before: (await before.result).rows[0], after: (await queuedAfter.result).rows[0], back };
+      }),
+    );
+    expect(result.before).toMatchObject({ user: TENANT_ROLE, tenant: A, visibleTenants: [A] });
+    expect(result.after).toMatchObject({ user: TENANT_ROLE, tenant: B, visibleTenants: [B] });
+    expect(result.back).toMatchObject({ user: TENANT_ROLE, tenant: A, visibleTenants: [A] });
+    // Every statement and both switches in one flight; the COMMIT.
+    expect(writes.length).toBe(2);
+    const after = await context(single);
+    expect(after.tenant).toBeNull();
+    expect(after.user).toBe(after.sessionUser);
+  });
+
+  it('row-level security holds each statement to the tenant set: a row of the other one is neither seen nor written', async () => {
+    const key = `switch-${Date.now()}`;
+    const attempt = withTenant(single, A, async (tx) => {
+      await tx.executeQuery(tenantSwitch(B));
+      const visible = await sql<{ tenant_id: string }>`
+        SELECT DISTINCT tenant_id FROM messages WHERE tenant_id = ${A}`.execute(tx);
+      expect(visible.rows).toEqual([]);
+      await sql`INSERT INTO tenant_markers (tenant_id, key, value) VALUES (${A}, ${key}, 'x')`.execute(tx);
+    });
+    await expect(attempt).rejects.toThrow(/row-level security/);
+    const markers = await sql`SELECT 1 FROM tenant_markers WHERE key = ${key}`.execute(single);
+    expect(markers.rows).toEqual([]);
+  });
+
+  it('refuses a tenant id the tenants table would refuse, before anything is held back', () => {
+    for (const bad of ["a'); SELECT 1; --", '', '-a', 'a'.repeat(65)]) {
+      expect(() => tenantSwitch(bad)).toThrow(/tenantSwitch: tenantId must match/);
+    }
   });
 });
