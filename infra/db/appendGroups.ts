@@ -1,14 +1,20 @@
 // Batches that arrive while the write pool is busy are committed together (issue #11 §1, DESIGN.md §3, §4): one
-// tenant-scoped transaction holds the appends of several conversations of one tenant, each exactly as it would run
-// alone (conversationAppend.ts `appendInTransaction`), so a group costs one BEGIN, one COMMIT (one WAL flush) and two
-// flights — every batch's lock and reads, then every batch's writes with the COMMIT — where the batches alone cost
-// two flights and a COMMIT each (`bench:load` figures: README, "PostgreSQL").
+// transaction holds the appends of several conversations, of any tenants, each exactly as it would run alone
+// (conversationAppend.ts `appendInTransaction`) and under its own tenant, so a group costs one BEGIN, one COMMIT (one
+// WAL flush) and two flights — every batch's lock and reads, then every batch's writes with the COMMIT — where the
+// batches alone cost two flights and a COMMIT each (`bench:load` figures: README, "PostgreSQL").
 //
 // - Accepted = committed still: a batch's promise settles after the group's COMMIT answered.
 // - Nothing waits to be grouped: a batch starts at once while fewer than `slots` transactions run; only the batches
-//   that arrive while every slot is busy wait, and the next free slot takes them together.
+//   that arrive while every slot is busy wait, and the next free slot takes the oldest of them together, whatever
+//   their tenants: first come, first committed (groups of one tenant each made a batch that just missed its tenant's
+//   group wait for every other tenant's group, and, over many tenants, left nothing to group).
+// - Tenants: each batch's statements run with its own tenant set (tenant.ts `tenantSwitch` between batches of two
+//   tenants), so row-level security scopes every statement to the tenant of the batch it belongs to, as in a
+//   transaction of its own; a statement under another tenant's setting finds none of the batch's rows and may write
+//   none (the group then fails, and each batch runs alone).
 // - Order: batches of one conversation run in arrival order, never two in one group nor in two groups at once; a
-//   group takes its conversations' locks in id order, so two groups cannot deadlock on them.
+//   group takes its conversations' locks in (tenant, conversation) order, so two groups cannot deadlock on them.
 // - Isolation of failures: a batch refused before it queued anything (an idempotency conflict, a conversation or
 //   session gone) fails alone and the group goes on. Any other failure rolls the group back, and each of its batches
 //   then runs alone as it would have (its own transaction and retries): one batch can never fail another.
@@ -28,6 +34,7 @@ import {
 } from './conversationAppend.js';
 import type { Database } from './schema.js';
 import { ConversationNotFoundError, IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
+import { tenantSwitch } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
 
 /** What a grouped append may ask (conversationAppend.ts AppendOptions): no turn, no admission check, no `after`. */
@@ -48,10 +55,11 @@ export const DEFAULT_MAX_GROUP = 16;
 
 /**
  * As many transactions at once as the machine has cores, within the pool. On 2 cores with PostgreSQL on the same
- * machine, `bench:load` (10,000 conversations, 64 clients) accepted as much with 2 (1,939–2,066 msg/s) as with 3
- * (1,980–2,163) or 5 (1,922–2,077), and its status reads during the load stayed fast (p99 16–23 ms, against 21–56
- * with 3 and 26–70 with 5): fewer write transactions leave the reads their share of the CPU, and each holds more
- * batches.
+ * machine, `bench:load` (10,000 conversations, 64 clients) accepted as much with 2 as with 3 or 5, and its status
+ * reads during the load stayed fast: fewer write transactions leave the reads their share of the CPU, and each holds
+ * more batches. Groups of one tenant: 2 slots 1,939–2,066 msg/s, status p99 16–23 ms; 3 slots 1,980–2,163, 21–56
+ * ms; 5 slots 1,922–2,077, 26–70 ms. Groups of any tenants: 2 slots 1,956–2,200 msg/s, accept p99 95–101 ms, status
+ * p99 21–29 ms; 3 slots 2,042–2,085, accept p99 108–114 ms, status p99 38–46 ms.
  */
 export const defaultSlots = (connections = Number.POSITIVE_INFINITY) =>
   Math.max(1, Math.min(connections, availableParallelism()));
@@ -76,29 +84,39 @@ const refusedAlone = (error: unknown) =>
 type Outcome = { appended: AppendInTransaction } | { refused: unknown };
 
 /**
- * The jobs (one tenant, distinct conversations) in one transaction, in conversation id order; then, committed, each
- * job settles with its own result or refusal. Throws when the transaction failed: nothing of it was stored.
+ * The jobs (distinct conversations) in one transaction, in (tenant, conversation) order, each under its own tenant;
+ * then, committed, each job settles with its own result or refusal. Throws when the transaction failed: nothing of it
+ * was stored.
  */
 async function commitTogether(db: Kysely<Database>, jobs: readonly Job[]): Promise<void> {
-  const tenantId = jobs[0]!.tenantId;
-  const order = [...jobs].sort((a, b) => (a.conversationId < b.conversationId ? -1 : 1));
+  const order = [...jobs].sort((a, b) => (conversationKey(a) < conversationKey(b) ? -1 : 1));
   const outcomes = await withTenantWrite(
     db,
-    tenantId,
+    order[0]!.tenantId,
     async (tx) => {
-      // One flight for every batch's lock and reads (in conversation id order), the last one's sending them all.
+      // The tenant of the statements that follow: a switch is held back and travels, in order, before them.
+      let current = order[0]!.tenantId;
+      const scope = async (tenantId: string) => {
+        if (tenantId === current) return;
+        await tx.executeQuery(tenantSwitch(tenantId));
+        current = tenantId;
+      };
+      // One flight for every batch's lock and reads, the last one's sending them all.
       const reads: AppendReads[] = [];
       for (const [i, job] of order.entries()) {
         const keys = job.items.map((item) => item.idempotencyKey);
-        reads.push(await queueAppendReads(tx, tenantId, job.conversationId, keys, i === order.length - 1));
+        await scope(job.tenantId);
+        reads.push(await queueAppendReads(tx, job.tenantId, job.conversationId, keys, i === order.length - 1));
       }
-      // Then each batch's writes, queued: they travel with the COMMIT.
+      // Then each batch's writes, queued: they travel with the COMMIT (a read an append must repeat, sent at once,
+      // runs under its batch's tenant too).
       const done = new Map<Job, Outcome>();
       for (const [i, job] of order.entries()) {
+        await scope(job.tenantId);
         try {
           const appended = await appendInTransaction(
             tx,
-            tenantId,
+            job.tenantId,
             job.conversationId,
             job.items,
             job.options,
@@ -122,8 +140,8 @@ async function commitTogether(db: Kysely<Database>, jobs: readonly Job[]): Promi
 
 /**
  * The gateway's appends of plain batches (workers/gateway/batchAppend.ts): each starts at once while fewer than
- * `slots` run; the ones that arrive meanwhile wait, and the next free slot takes the oldest of them together with the
- * next ones of its tenant (one per conversation, at most `maxGroup`) into one transaction.
+ * `slots` run; the ones that arrive meanwhile wait, and the next free slot takes the oldest of them, whatever their
+ * tenants (one per conversation, at most `maxGroup`), into one transaction.
  */
 export class AppendGroups {
   private readonly queue: Job[] = [];
@@ -143,7 +161,7 @@ export class AppendGroups {
     this.onTransaction = options.onTransaction;
   }
 
-  /** conversationAppend.ts `appendToConversation`, maybe in one transaction with other batches of the tenant. */
+  /** conversationAppend.ts `appendToConversation`, maybe in one transaction with other conversations' batches. */
   append(
     tenantId: string,
     conversationId: string,
@@ -177,9 +195,8 @@ export class AppendGroups {
   }
 
   /**
-   * The oldest waiting batch whose conversation has none running, and after it the next waiting batches of its
-   * tenant, one per conversation. A batch passed over keeps its place: its conversation's later batches are passed
-   * over too, so they stay behind it.
+   * The oldest waiting batches whose conversations have none running, one per conversation. A batch passed over
+   * keeps its place: its conversation's later batches are passed over too, so they stay behind it.
    */
   private take(): Job[] {
     const group: Job[] = [];
@@ -187,8 +204,7 @@ export class AppendGroups {
     for (let i = 0; i < this.queue.length && group.length < this.maxGroup; ) {
       const job = this.queue[i]!;
       const key = conversationKey(job);
-      const fits = group.length === 0 || job.tenantId === group[0]!.tenantId;
-      if (!fits || this.busy.has(key) || passed.has(key)) {
+      if (this.busy.has(key) || passed.has(key)) {
         passed.add(key);
         i++;
         continue;

@@ -1,8 +1,9 @@
 // Appending to the conversation log (DESIGN.md §3, issue #9 §1 and §7): one tenant-scoped transaction per batch,
-// retried as a whole (SPEC §13.6); under load, the gateway's plain batches of one tenant share one (appendGroups.ts),
-// each appended exactly as alone (`appendInTransaction`). Idempotency keys are unique per conversation: a key already stored with the same
-// message is a duplicate (skipped, reported), with a different message the whole batch is refused
-// (IdempotencyConflictError). Positions continue after the last active row of the session, in batch order.
+// retried as a whole (SPEC §13.6); under load, the gateway's plain batches share one (appendGroups.ts), each under
+// its own tenant and appended exactly as alone (`appendInTransaction`). Idempotency keys are unique per conversation:
+// a key already stored with the same message is a duplicate (skipped, reported), with a different message the whole
+// batch is refused (IdempotencyConflictError). Positions continue after the last active row of the session, in batch
+// order.
 import type { Kysely, UpdateObject } from 'kysely';
 import { canonicalJson } from '../../engine/commit/messageKeys.js';
 import type { ChatMessage } from '../../engine/types.js';

@@ -79,7 +79,7 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
   const appendGroupBatches = histogram(
     'dctx_append_group_batches',
     'Plain batches per append transaction started: 1 unless they arrived while every write slot was busy, then ' +
-      "several conversations' batches of one tenant (a group that rolls back is followed by its batches alone)",
+      "several conversations' batches, of any tenants (a group that rolls back is followed by its batches alone)",
     [],
     [1, 2, 4, 8, 12, 16],
   );

@@ -1,5 +1,5 @@
 // Plain batches posted over HTTP while the gateway's only write slot is busy (infra/db/appendGroups.ts, issue #11 §1):
-// several tenants' conversations posting at once share transactions per tenant, and what a client sees is what it
+// several tenants' conversations posting at once share transactions, and what a client sees is what it
 // would see alone — every 202 counts its batch, each conversation's messages are in its posting order, duplicates are
 // duplicates, the workflow decides on every batch (its applied position covers them all), and a tenant finds only
 // its own messages.

@@ -1,7 +1,8 @@
 // Batches committed together while the write slots are busy (infra/db/appendGroups.ts, issue #11 §1): every batch is
-// stored once, in its conversation's arrival order, one tenant per transaction, a conversation at most once per
-// transaction; a batch refused on its own fails alone, and any other failure sends each batch of the group back to
-// its own transaction. Which transaction stored a row is PostgreSQL's own record of it: the row's xmin.
+// stored once, in its conversation's arrival order, under its own tenant whatever tenants share its transaction, a
+// conversation at most once per transaction; a batch refused on its own fails alone, and any other failure sends
+// each batch of the group back to its own transaction. Which transaction stored a row is PostgreSQL's own record of
+// it: the row's xmin.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
@@ -60,7 +61,7 @@ const takeTheSlot = (groups: AppendGroups, tenantId: string, conversationId: str
   groups.append(tenantId, conversationId, keyed([user('first')], `first-${conversationId}`));
 
 describe('AppendGroups', () => {
-  it('stores every batch once, in each conversation’s arrival order, one tenant per transaction', async () => {
+  it('stores every batch once, in each conversation’s arrival order, under its own tenant, tenants mixed', async () => {
     const metrics = createMetrics({ defaultMetrics: false });
     const groups = new AppendGroups(testDb.db, {
       connections: 5,
@@ -101,10 +102,14 @@ describe('AppendGroups', () => {
     expect(rows).toHaveLength(48);
     const transactions = new Map<string, StoredRow[]>();
     for (const row of rows) transactions.set(row.xmin, [...(transactions.get(row.xmin) ?? []), row]);
-    // Grouped: far fewer transactions than batches, each of one tenant, at most maxGroup batches, a conversation once.
+    // Grouped: far fewer transactions than batches, at most maxGroup batches, a conversation once; first come, first
+    // committed, so the interleaved tenants share transactions, each row stored as its conversation's tenant.
     expect(transactions.size).toBeLessThan(24);
+    const tenantOf = new Map(Object.entries(conversations).flatMap(([t, ids]) => ids.map((id) => [id, t] as const)));
+    expect(rows.filter((row) => row.tenant_id !== tenantOf.get(row.conversation_id))).toEqual([]);
+    const mixed = [...transactions.values()].filter((stored) => new Set(stored.map((r) => r.tenant_id)).size === 2);
+    expect(mixed.length).toBeGreaterThan(0);
     for (const stored of transactions.values()) {
-      expect(new Set(stored.map((row) => row.tenant_id)).size).toBe(1);
       const batches = new Set(stored.map((row) => `${row.conversation_id} ${row.idempotency_key.split(':')[0]}`));
       expect(batches.size).toBeLessThanOrEqual(4);
       expect(new Set(stored.map((row) => row.conversation_id)).size).toBe(batches.size);
@@ -121,25 +126,33 @@ describe('AppendGroups', () => {
 
   it('a batch refused on its own fails alone; the others of its transaction are stored', async () => {
     const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1 });
-    const [holder, taken, x, y] = await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, A)));
+    const [holder, taken, x] = await Promise.all(Array.from({ length: 3 }, () => newConversation(testDb.db, A)));
+    const y = await newConversation(testDb.db, B);
     await appendToConversation(testDb.db, A, taken!, keyed([user('original')], 'k'));
     const first = takeTheSlot(groups, A, holder!);
     const attempts = [
       groups.append(A, x!, keyed([user('x')], 'x')),
       groups.append(A, taken!, keyed([user('changed')], 'k')),
       groups.append(A, 'no-such-conversation', keyed([user('lost')], 'l')),
-      groups.append(A, y!, keyed([user('y')], 'y')),
+      groups.append(B, y, keyed([user('y')], 'y')),
+      // Another tenant's conversation, in a transaction that holds one of that tenant's: not found, as alone.
+      groups.append(A, y, keyed([user('intruder')], 'i')),
     ];
-    expect(groups.waiting).toBe(4);
+    expect(groups.waiting).toBe(5);
     await first;
-    const [xDone, conflict, missing, yDone] = await Promise.allSettled(attempts);
+    const [xDone, conflict, missing, yDone, intruder] = await Promise.allSettled(attempts);
     expect(conflict).toMatchObject({ status: 'rejected', reason: expect.any(IdempotencyConflictError) });
     expect(missing).toMatchObject({ status: 'rejected', reason: expect.any(ConversationNotFoundError) });
+    expect(intruder).toMatchObject({ status: 'rejected', reason: expect.any(ConversationNotFoundError) });
     expect([xDone?.status, yDone?.status]).toEqual(['fulfilled', 'fulfilled']);
     expect(await transcriptOf(A, taken!)).toEqual(['original']);
-    const rows = await rowsOf([x!, y!]);
-    expect(rows.map((row) => row.conversation_id)).toEqual([x, y]);
-    // x and y were committed by one transaction, with the two refusals in it.
+    expect(await transcriptOf(B, y)).toEqual(['y']);
+    const rows = await rowsOf([x!, y]);
+    expect(rows.map((row) => [row.tenant_id, row.conversation_id])).toEqual([
+      [A, x],
+      [B, y],
+    ]);
+    // x and y were committed by one transaction, with the three refusals in it.
     expect(new Set(rows.map((row) => row.xmin)).size).toBe(1);
   });
 
@@ -181,16 +194,21 @@ describe('AppendGroups', () => {
     try {
       await sql`SELECT 1`.execute(single);
       const groups = new AppendGroups(single, { connections: 1 });
-      const [holder, ...others] = await Promise.all(Array.from({ length: 5 }, () => newConversation(testDb.db, B)));
+      // Four batches of two tenants, interleaved: the tenant switches between them travel in the same flights.
+      const tenants = [A, B, A, B];
+      const holder = await newConversation(testDb.db, B);
+      const others = await Promise.all(tenants.map((t) => newConversation(testDb.db, t)));
       const { result, writes } = await countingWrites(async () => {
-        const first = takeTheSlot(groups, B, holder!);
-        const grouped = others.map((c) => groups.append(B, c, keyed([user('q'), assistant('a')], 'g')));
+        const first = takeTheSlot(groups, B, holder);
+        const grouped = others.map((c, i) => groups.append(tenants[i]!, c, keyed([user('q'), assistant('a')], 'g')));
         return Promise.all([first, ...grouped]);
       });
       expect(result.map((r) => r.appended.length)).toEqual([1, 2, 2, 2, 2]);
       // The first batch alone (two flights), then the four others together (two flights).
       expect(writes).toHaveLength(4);
-      expect(new Set((await rowsOf(others)).map((row) => row.xmin)).size).toBe(1);
+      const rows = await rowsOf(others);
+      expect(new Set(rows.map((row) => row.xmin)).size).toBe(1);
+      expect(rows.map((row) => row.tenant_id).sort()).toEqual([A, A, A, A, B, B, B, B]);
     } finally {
       await single.destroy();
     }
