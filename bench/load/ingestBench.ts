@@ -140,7 +140,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
     // The ceiling of committing in groups: as many batches in flight, GROUPED_LIMIT per transaction.
     const connections = Math.max(1, Math.round(clients / GROUPED_LIMIT));
     logs.progress(
-      `physical limit, grouped: ${GROUPED_LIMIT} batches of one tenant per transaction from ${connections} connections for ${seconds} s…`,
+      `physical limit, grouped: ${GROUPED_LIMIT} batches per transaction, tenants mixed, from ${connections} connections for ${seconds} s…`,
     );
     groupedLimit = await measureLimit({
       databaseUrl: stack.databaseUrl,

@@ -4,20 +4,22 @@
 // app.tenant_id, so row-level security and its checks run) holding the product's own batched INSERT of the batch's
 // 2 rows (infra/db/messages.ts insertMessageRows: the same rows, whatever the schema becomes). No HTTP, no Temporal,
 // no lock on the conversation row, no idempotency lookup: the ceiling a product that only commits each batch could
-// reach here. With `perTransaction` > 1, each transaction holds that many batches of one tenant's conversations, one
-// after another: the ceiling for a product that commits batches in groups (infra/db/appendGroups.ts).
+// reach here. With `perTransaction` > 1, each transaction holds the next that many conversations' batches, whatever
+// their tenants (each batch under its own: tenant.ts `tenantSwitch`), one after another: the ceiling for a product
+// that commits batches in groups as the gateway does (infra/db/appendGroups.ts).
 import { performance } from 'node:perf_hooks';
+import { DEFAULT_MAX_GROUP } from '../../infra/db/appendGroups.js';
 import { createDb } from '../../infra/db/connect.js';
 import { createConversation } from '../../infra/db/conversations.js';
 import { insertMessageRows } from '../../infra/db/messageInsert.js';
-import { withTenant } from '../../infra/db/tenant.js';
+import { tenantSwitch, withTenant } from '../../infra/db/tenant.js';
 import { ConversationScript, type ScriptOptions } from './messages.js';
 import type { BenchTenant } from './setup.js';
 
 export const LIMIT_APPLICATION_NAME = 'dc-bench-limit';
 
-/** Batches per transaction of the grouped physical limit: about what the gateway's groups hold under load. */
-export const GROUPED_LIMIT = 8;
+/** Batches per transaction of the grouped physical limit: what the gateway's groups hold under load (the most). */
+export const GROUPED_LIMIT = DEFAULT_MAX_GROUP;
 
 export interface LimitResult {
   connections: number;
@@ -48,7 +50,7 @@ export async function measureLimit(options: {
   connections: number;
   seconds: number;
   script: ScriptOptions;
-  /** Batches of one tenant per transaction (default 1). */
+  /** Batches per transaction, tenants mixed (default 1). */
   perTransaction?: number;
 }): Promise<LimitResult> {
   const perTransaction = Math.max(1, Math.floor(options.perTransaction ?? 1));
@@ -95,23 +97,16 @@ export async function measureLimit(options: {
     };
     await Promise.all(Array.from({ length: options.connections }, creator));
 
-    // Idle conversations by tenant: a transaction takes the next tenant's first `perTransaction`.
-    const byTenant = new Map<string, LimitConversation[]>();
-    for (const c of idle) {
-      const queue = byTenant.get(c.tenantId);
-      if (queue) queue.push(c);
-      else byTenant.set(c.tenantId, [c]);
-    }
-    const queues = [...byTenant.values()];
-    let turn = 0;
+    // Idle conversations (tenants round-robin, as created): a transaction takes the first `perTransaction`, in
+    // (tenant, conversation) order as the gateway's groups lock them, and puts them back at the end.
+    const queue = [...idle];
     const started = performance.now();
     const deadline = started + options.seconds * 1000;
     const writer = async () => {
       while (performance.now() < deadline) {
-        const queue = queues[turn++ % queues.length]!;
-        const group = queue.splice(0, perTransaction);
-        if (group.length === 0) continue;
-        const tenantId = group[0]!.tenantId;
+        const group = queue
+          .splice(0, perTransaction)
+          .sort((a, b) => a.tenantId.localeCompare(b.tenantId) || a.id.localeCompare(b.id));
         const batches = group.map((conversation) => {
           const batch = conversation.script.next();
           const rows = batch.messages.map((item) => ({
@@ -119,12 +114,18 @@ export async function measureLimit(options: {
             idempotencyKey: item.idempotencyKey,
             position: conversation.position++,
           }));
-          return { rows, target: { sessionId: conversation.sessionId, conversationId: conversation.id } };
+          const target = { sessionId: conversation.sessionId, conversationId: conversation.id };
+          return { tenantId: conversation.tenantId, rows, target };
         });
         const begun = performance.now();
         try {
-          await withTenant(db, tenantId, async (tx) => {
-            for (const { rows, target } of batches) await insertMessageRows(tx, tenantId, target, rows);
+          await withTenant(db, group[0]!.tenantId, async (tx) => {
+            let current = group[0]!.tenantId;
+            for (const { tenantId, rows, target } of batches) {
+              if (tenantId !== current) await tx.executeQuery(tenantSwitch(tenantId));
+              current = tenantId;
+              await insertMessageRows(tx, tenantId, target, rows);
+            }
           });
           const took = performance.now() - begun;
           for (const { rows } of batches) {
