@@ -75,7 +75,8 @@ export function joinFlight(client: CorkableClient): void {
  * (`BEGIN; <statement>`), in the flight of the transaction's first other statement; if BEGIN runs, the statement runs
  * inside that transaction or aborts it, and every statement after it then fails. Executed later in the transaction,
  * it is held back likewise and sent in the flight of the next statement, after any statement queued (`pipelined`)
- * before it; if the transaction ends first, it is never sent (nothing was left for it to act on). Outside a transaction it is an ordinary statement.
+ * before it; if the transaction ends first, it is never sent (nothing was left for it to act on). Outside a
+ * transaction it is an ordinary statement.
  */
 export function deferredStatement(sqlText: string): CompiledQuery {
   const query = CompiledQuery.raw(sqlText, []);
