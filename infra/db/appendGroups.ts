@@ -8,7 +8,8 @@
 // - Nothing waits to be grouped: a batch starts at once while fewer than `slots` transactions run; only the batches
 //   that arrive while every slot is busy wait, and the next free slot takes the oldest of them together, whatever
 //   their tenants: first come, first committed (groups of one tenant each made a batch that just missed its tenant's
-//   group wait for every other tenant's group, and, over many tenants, left nothing to group).
+//   group wait for every other tenant's group, and, over many tenants, left nothing to group). A group stays within
+//   64 messages, so a large batch never holds up many small ones.
 // - Tenants: each batch's statements run with its own tenant set (tenant.ts `tenantSwitch` between batches of two
 //   tenants), so row-level security scopes every statement to the tenant of the batch it belongs to, as in a
 //   transaction of its own; a statement under another tenant's setting finds none of the batch's rows and may write
@@ -47,11 +48,18 @@ export interface AppendGroupsOptions {
   slots?: number;
   /** The most batches one transaction holds. */
   maxGroup?: number;
+  /** The most messages a group of several batches holds (a larger batch runs alone). */
+  maxGroupMessages?: number;
   /** Told the number of batches of each transaction (1: a batch alone), as it starts. */
   onTransaction?: (batches: number) => void;
 }
 
 export const DEFAULT_MAX_GROUP = 16;
+/**
+ * A group holds batches while it stays within 64 messages: 16 batches of a chat backend's usual 1–4 messages, while a
+ * large batch (up to 500, contracts/validation.ts) does not make the small ones of its group wait for its rows.
+ */
+export const DEFAULT_MAX_GROUP_MESSAGES = 64;
 
 /**
  * As many transactions at once as the machine has cores, within the pool. On 2 cores with PostgreSQL on the same
@@ -150,6 +158,7 @@ export class AppendGroups {
   private running = 0;
   private readonly slots: number;
   private readonly maxGroup: number;
+  private readonly maxGroupMessages: number;
   private readonly onTransaction: ((batches: number) => void) | undefined;
 
   constructor(
@@ -158,6 +167,7 @@ export class AppendGroups {
   ) {
     this.slots = Math.max(1, Math.floor(options.slots ?? defaultSlots(options.connections)));
     this.maxGroup = Math.max(1, Math.floor(options.maxGroup ?? DEFAULT_MAX_GROUP));
+    this.maxGroupMessages = Math.max(1, Math.floor(options.maxGroupMessages ?? DEFAULT_MAX_GROUP_MESSAGES));
     this.onTransaction = options.onTransaction;
   }
 
@@ -195,22 +205,26 @@ export class AppendGroups {
   }
 
   /**
-   * The oldest waiting batches whose conversations have none running, one per conversation. A batch passed over
-   * keeps its place: its conversation's later batches are passed over too, so they stay behind it.
+   * The oldest waiting batches whose conversations have none running, one per conversation, within
+   * `maxGroupMessages` (the first one whatever its size). A batch passed over keeps its place, the oldest of the
+   * next group if it is the oldest left: its conversation's later batches are passed over too, so they stay behind it.
    */
   private take(): Job[] {
     const group: Job[] = [];
     const passed = new Set<string>();
+    let messages = 0;
     for (let i = 0; i < this.queue.length && group.length < this.maxGroup; ) {
       const job = this.queue[i]!;
       const key = conversationKey(job);
-      if (this.busy.has(key) || passed.has(key)) {
+      const fits = group.length === 0 || messages + job.items.length <= this.maxGroupMessages;
+      if (!fits || this.busy.has(key) || passed.has(key)) {
         passed.add(key);
         i++;
         continue;
       }
       passed.add(key);
       group.push(job);
+      messages += job.items.length;
       this.queue.splice(i, 1);
     }
     return group;

@@ -188,6 +188,46 @@ describe('AppendGroups', () => {
     expect((await getConversation(testDb.db, A, failing!))?.batch_seq).toBe(0);
   });
 
+  it('a group stays within maxGroupMessages: a large batch is left for a later group, keeping its place', async () => {
+    const sizes: number[] = [];
+    const groups = new AppendGroups(testDb.db, {
+      connections: 5,
+      slots: 1,
+      maxGroupMessages: 4,
+      onTransaction: (n) => sizes.push(n),
+    });
+    const [holder, a, b, c, large, e] = await Promise.all(
+      Array.from({ length: 6 }, () => newConversation(testDb.db, A)),
+    );
+    const first = takeTheSlot(groups, A, holder!);
+    const messages = (n: number, prefix: string) =>
+      keyed(
+        Array.from({ length: n }, (_, i) => user(`${prefix}${i}`)),
+        prefix,
+      );
+    const attempts = [
+      groups.append(A, a!, messages(2, 'a')),
+      groups.append(A, b!, messages(2, 'b')),
+      groups.append(A, c!, messages(2, 'c')),
+      groups.append(A, large!, messages(5, 'l')),
+      groups.append(A, e!, messages(1, 'e')),
+    ];
+    await first;
+    await Promise.all(attempts);
+    // a + b fill the first group (4); c fits neither it nor, with the large batch, the next: c and e share one; the
+    // large batch, the oldest left, then runs alone.
+    expect(sizes).toEqual([1, 2, 2, 1]);
+    const rows = await rowsOf([a!, b!, c!, large!, e!]);
+    const xmin = (conversation: string) =>
+      new Set(rows.filter((r) => r.conversation_id === conversation).map((r) => r.xmin));
+    expect(rows).toHaveLength(12);
+    expect(xmin(a!)).toEqual(xmin(b!));
+    expect(xmin(c!)).toEqual(xmin(e!));
+    expect(xmin(large!).size).toBe(1);
+    expect([...xmin(a!), ...xmin(c!)]).not.toContain([...xmin(large!)][0]);
+    expect(await transcriptOf(A, large!)).toEqual(['l0', 'l1', 'l2', 'l3', 'l4']);
+  });
+
   it('a group costs two flights: every batch’s lock and reads, then every batch’s writes with the COMMIT', async () => {
     // One connection, opened before anything is counted.
     const single = createDb({ connectionString: testDb.url, maxConnections: 1 });
