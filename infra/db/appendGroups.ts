@@ -18,7 +18,9 @@
 //   group takes its conversations' locks in (tenant, conversation) order, so two groups cannot deadlock on them.
 // - Isolation of failures: a batch refused before it queued anything (an idempotency conflict, a conversation or
 //   session gone) fails alone and the group goes on. Any other failure rolls the group back, and each of its batches
-//   then runs alone as it would have (its own transaction and retries): one batch can never fail another.
+//   then runs alone as it would have (its own transaction and retries): one batch can never fail another. A group
+//   is tried once and waits at most GROUP_LOCK_TIMEOUT_MS for a lock: a conflict, or one conversation's row held by
+//   another writer, sends its batches to their own transactions rather than making them all wait or retry.
 import { availableParallelism } from 'node:os';
 import type { Kysely } from 'kysely';
 import { type AppendReads, queueAppendReads } from './appendReads.js';
@@ -33,6 +35,7 @@ import {
   confirmAppend,
   validateItems,
 } from './conversationAppend.js';
+import { deferredStatement } from './pipelinedTransactions.js';
 import type { Database } from './schema.js';
 import { ConversationNotFoundError, IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
 import { tenantSwitch } from './tenant.js';
@@ -92,6 +95,15 @@ const refusedAlone = (error: unknown) =>
 type Outcome = { appended: AppendInTransaction } | { refused: unknown };
 
 /**
+ * How long a group waits for a lock (a conversation's row held by a compaction's commit, a chat turn, another
+ * writer): then it gives up and its batches run alone, so the others never wait for the one that is held. A group
+ * itself takes 20–50 ms under load (`bench:load`), so a wait this long is not one of those.
+ */
+export const GROUP_LOCK_TIMEOUT_MS = 50;
+const groupLockTimeout = () =>
+  deferredStatement(`SELECT set_config('lock_timeout', '${GROUP_LOCK_TIMEOUT_MS}ms', true)`);
+
+/**
  * The jobs (distinct conversations) in one transaction, in (tenant, conversation) order, each under its own tenant;
  * then, committed, each job settles with its own result or refusal. Throws when the transaction failed: nothing of it
  * was stored.
@@ -102,6 +114,7 @@ async function commitTogether(db: Kysely<Database>, jobs: readonly Job[]): Promi
     db,
     order[0]!.tenantId,
     async (tx) => {
+      await tx.executeQuery(groupLockTimeout());
       // The tenant of the statements that follow: a switch is held back and travels, in order, before them.
       let current = order[0]!.tenantId;
       const scope = async (tenantId: string) => {
@@ -138,7 +151,8 @@ async function commitTogether(db: Kysely<Database>, jobs: readonly Job[]): Promi
       }
       return done;
     },
-    APPEND_PLANS,
+    // Tried once: whatever fails it (a conflict too), each batch then runs alone, with its own retries.
+    { ...APPEND_PLANS, maxAttempts: 1 },
   );
   for (const [job, outcome] of outcomes) {
     if ('refused' in outcome) job.reject(outcome.refused);

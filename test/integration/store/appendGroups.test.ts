@@ -1,12 +1,14 @@
 // Batches committed together while the write slots are busy (infra/db/appendGroups.ts, issue #11 §1): every batch is
 // stored once, in its conversation's arrival order, under its own tenant whatever tenants share its transaction, a
-// conversation at most once per transaction; a batch refused on its own fails alone, and any other failure sends
-// each batch of the group back to its own transaction. Which transaction stored a row is PostgreSQL's own record of
-// it: the row's xmin.
+// conversation at most once per transaction, within maxGroupMessages; a batch refused on its own fails alone, and
+// any other failure — a conflict, a lock another writer holds — sends each batch of the group back to its own
+// transaction at once. Which transaction stored a row is PostgreSQL's own record of it: the row's xmin.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
-import { AppendGroups } from '../../../infra/db/appendGroups.js';
+import { AppendGroups, type GroupableOptions } from '../../../infra/db/appendGroups.js';
 import { createDb } from '../../../infra/db/connect.js';
 import { type AppendResult, appendToConversation } from '../../../infra/db/conversationAppend.js';
 import { getConversation } from '../../../infra/db/conversations.js';
@@ -59,6 +61,24 @@ async function transcriptOf(tenantId: string, conversationId: string): Promise<u
  */
 const takeTheSlot = (groups: AppendGroups, tenantId: string, conversationId: string) =>
   groups.append(tenantId, conversationId, keyed([user('first')], `first-${conversationId}`));
+
+/**
+ * Three batches (x, a middle one with this `settle`, y) of three conversations, waiting behind one that holds the only
+ * slot, so that they run as one group; their outcomes.
+ */
+async function groupAroundMiddle(settle: GroupableOptions['settle']) {
+  const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1 });
+  const [holder, x, middle, y] = await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, A)));
+  const first = takeTheSlot(groups, A, holder!);
+  const attempts = [
+    groups.append(A, x!, keyed([user('x')], 'x')),
+    groups.append(A, middle!, keyed([user('m')], 'm'), { settle }),
+    groups.append(A, y!, keyed([user('y')], 'y')),
+  ];
+  expect(groups.waiting).toBe(3);
+  await first;
+  return { x: x!, middle: middle!, y: y!, outcomes: await Promise.allSettled(attempts) };
+}
 
 describe('AppendGroups', () => {
   it('stores every batch once, in each conversation’s arrival order, under its own tenant, tenants mixed', async () => {
@@ -157,35 +177,29 @@ describe('AppendGroups', () => {
   });
 
   it('any other failure rolls the group back and each batch runs alone: one batch never fails another', async () => {
-    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1 });
-    const [holder, x, failing, y] = await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, A)));
-    const first = takeTheSlot(groups, A, holder!);
     let settles = 0;
-    const attempts = [
-      groups.append(A, x!, keyed([user('x')], 'x')),
-      // Throws once its insert is queued: the transaction it is in cannot commit.
-      groups.append(A, failing!, keyed([user('f')], 'f'), {
-        settle: () => {
-          settles++;
-          throw new Error('settle failed');
-        },
-      }),
-      groups.append(A, y!, keyed([user('y')], 'y')),
-    ];
-    expect(groups.waiting).toBe(3);
-    await first;
-    const [xDone, failed, yDone] = await Promise.allSettled(attempts);
+    // Throws once its insert is queued: the transaction it is in cannot commit.
+    const {
+      x,
+      middle: failing,
+      y,
+      outcomes,
+    } = await groupAroundMiddle(() => {
+      settles++;
+      throw new Error('settle failed');
+    });
+    const [xDone, failed, yDone] = outcomes;
     expect(failed).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: 'settle failed' }) });
     // Once in the group, once alone.
     expect(settles).toBe(2);
     expect([xDone?.status, yDone?.status]).toEqual(['fulfilled', 'fulfilled']);
-    expect(await transcriptOf(A, failing!)).toEqual([]);
-    const rows = await rowsOf([x!, y!, failing!]);
+    expect(await transcriptOf(A, failing)).toEqual([]);
+    const rows = await rowsOf([x, y, failing]);
     expect(rows.map((row) => row.conversation_id)).toEqual(expect.arrayContaining([x, y]));
     expect(rows).toHaveLength(2);
     // Alone: each in a transaction of its own.
     expect(new Set(rows.map((row) => row.xmin)).size).toBe(2);
-    expect((await getConversation(testDb.db, A, failing!))?.batch_seq).toBe(0);
+    expect((await getConversation(testDb.db, A, failing))?.batch_seq).toBe(0);
   });
 
   it('a group stays within maxGroupMessages: a large batch is left for a later group, keeping its place', async () => {
@@ -226,6 +240,54 @@ describe('AppendGroups', () => {
     expect(xmin(large!).size).toBe(1);
     expect([...xmin(a!), ...xmin(c!)]).not.toContain([...xmin(large!)][0]);
     expect(await transcriptOf(A, large!)).toEqual(['l0', 'l1', 'l2', 'l3', 'l4']);
+  });
+
+  it('a conversation whose row another writer holds does not hold up the rest of its group', async () => {
+    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1 });
+    const [holder, held, x] = await Promise.all(Array.from({ length: 3 }, () => newConversation(testDb.db, A)));
+    const y = await newConversation(testDb.db, B);
+    // Another writer (a compaction's commit, say) holds the conversation's row, on a connection of its own.
+    const writer = new pg.Client({ connectionString: testDb.url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query('SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE', [held]);
+      const first = takeTheSlot(groups, A, holder!);
+      const heldAppend = groups.append(A, held!, keyed([user('held')], 'h'));
+      const others = [groups.append(A, x!, keyed([user('x')], 'x')), groups.append(B, y, keyed([user('y')], 'y'))];
+      expect(groups.waiting).toBe(3);
+      await first;
+      // The group gave up on the lock: the other two are stored while the row is still held (a group that waited
+      // would keep them until the writer ends, which it does only after this).
+      const stored = await Promise.race([
+        Promise.all(others).then(() => 'stored'),
+        sleep(10_000).then(() => 'still waiting'),
+      ]);
+      expect(stored).toBe('stored');
+      expect(await transcriptOf(A, x!)).toEqual(['x']);
+      expect(await transcriptOf(B, y)).toEqual(['y']);
+      expect(await transcriptOf(A, held!)).toEqual([]);
+      await writer.query('COMMIT');
+      // The held conversation's batch, alone, waited for the row as an append does, and is stored.
+      expect((await heldAppend).appended).toHaveLength(1);
+      expect(await transcriptOf(A, held!)).toEqual(['held']);
+    } finally {
+      await writer.end();
+    }
+  });
+
+  it('a group that meets a conflict is not tried again as a group: its batches run alone, with their retries', async () => {
+    let settles = 0;
+    // A serialization failure the first time only (what a retry of the same transaction would get past).
+    const { x, middle, y, outcomes } = await groupAroundMiddle(() => {
+      settles++;
+      if (settles === 1) throw Object.assign(new Error('could not serialize access'), { code: '40001' });
+      return null;
+    });
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    expect(settles).toBe(2);
+    // Alone, each in its own transaction: a retried group would have stored all three in one.
+    expect(new Set((await rowsOf([x, middle, y])).map((row) => row.xmin)).size).toBe(3);
   });
 
   it('a group costs two flights: every batch’s lock and reads, then every batch’s writes with the COMMIT', async () => {
