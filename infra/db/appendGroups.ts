@@ -39,7 +39,7 @@ import { deferredStatement } from './pipelinedTransactions.js';
 import type { Database } from './schema.js';
 import { ConversationNotFoundError, IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
 import { tenantSwitch } from './tenant.js';
-import { withTenantWrite } from './writeRetry.js';
+import { sqlState, withTenantWrite } from './writeRetry.js';
 
 /** What a grouped append may ask (conversationAppend.ts AppendOptions): no turn, no admission check, no `after`. */
 export type GroupableOptions = Pick<AppendOptions, 'settle' | 'row'>;
@@ -55,7 +55,18 @@ export interface AppendGroupsOptions {
   maxGroupMessages?: number;
   /** Told the number of batches of each transaction (1: a batch alone), as it starts. */
   onTransaction?: (batches: number) => void;
+  /** Told why a group was rolled back, its batches then running alone. */
+  onDissolved?: (reason: DissolvedReason) => void;
 }
+
+/** Why a group rolled back: a lock another writer held, a conflict (serialization failure, deadlock), else. */
+export type DissolvedReason = 'lock_timeout' | 'conflict' | 'error';
+
+const dissolvedReason = (error: unknown): DissolvedReason => {
+  const state = sqlState(error);
+  if (state === '55P03') return 'lock_timeout';
+  return state === '40001' || state === '40P01' ? 'conflict' : 'error';
+};
 
 export const DEFAULT_MAX_GROUP = 16;
 /**
@@ -174,6 +185,7 @@ export class AppendGroups {
   private readonly maxGroup: number;
   private readonly maxGroupMessages: number;
   private readonly onTransaction: ((batches: number) => void) | undefined;
+  private readonly onDissolved: ((reason: DissolvedReason) => void) | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -183,6 +195,7 @@ export class AppendGroups {
     this.maxGroup = Math.max(1, Math.floor(options.maxGroup ?? DEFAULT_MAX_GROUP));
     this.maxGroupMessages = Math.max(1, Math.floor(options.maxGroupMessages ?? DEFAULT_MAX_GROUP_MESSAGES));
     this.onTransaction = options.onTransaction;
+    this.onDissolved = options.onDissolved;
   }
 
   /** conversationAppend.ts `appendToConversation`, maybe in one transaction with other conversations' batches. */
@@ -256,8 +269,9 @@ export class AppendGroups {
     if (group.length === 1) return alone(group[0]!);
     try {
       await commitTogether(this.db, group);
-    } catch {
+    } catch (error) {
       // Rolled back: each batch again on its own, as it would have run without the others.
+      this.onDissolved?.(dissolvedReason(error));
       for (const _ of group) this.onTransaction?.(1);
       await Promise.all(group.map(alone));
     }

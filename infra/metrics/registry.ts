@@ -24,6 +24,8 @@ export interface Metrics {
   limitRefusals: Counter<'limit'>;
   /** Issue #11: batches per append transaction of the gateway (infra/db/appendGroups.ts). */
   appendGroupBatches: Histogram<never>;
+  /** Issue #11: append groups rolled back (their batches then run alone), by why (appendGroups.ts DissolvedReason). */
+  appendGroupsDissolved: Counter<'reason'>;
 }
 
 export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?: boolean } = {}): Metrics {
@@ -83,6 +85,12 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     [],
     [1, 2, 4, 8, 12, 16],
   );
+  const appendGroupsDissolved = counter(
+    'dctx_append_groups_dissolved_total',
+    'Append groups rolled back, their batches then each run alone: lock_timeout (a row another writer held past ' +
+      '50 ms), conflict (serialization failure, deadlock), error (anything else, e.g. one batch that cannot be written)',
+    ['reason'],
+  );
   const db = options.db;
   if (db) {
     const compactions = new Gauge({
@@ -128,6 +136,7 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
     turnRulesWait,
     limitRefusals,
     appendGroupBatches,
+    appendGroupsDissolved,
   };
 }
 

@@ -21,7 +21,7 @@ import type {
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import { resolveUsableContextLength } from '../../engine/index.js';
-import { AppendGroups } from '../../infra/db/appendGroups.js';
+import { AppendGroups, type DissolvedReason } from '../../infra/db/appendGroups.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import {
   createConversation,
@@ -86,7 +86,7 @@ export interface ConversationsOptions extends StartingRulesBase {
    */
   writeConnections?: number;
   /** Batches per append transaction (the process's /metrics). */
-  appendMetrics?: Pick<Metrics, 'appendGroupBatches'>;
+  appendMetrics?: Pick<Metrics, 'appendGroupBatches' | 'appendGroupsDissolved'>;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -119,7 +119,7 @@ export class Conversations {
   private readonly turns: ChatTurns;
   /** What the gateway still writes after it answered (pendingWrites.ts): later requests wait for it. */
   readonly pendingWrites = new PendingWrites();
-  /** Plain batches' appends: grouped per tenant while every write slot is busy. */
+  /** Plain batches' appends: grouped (tenants mixed) while every write slot is busy. */
   private readonly groups: AppendGroups;
 
   constructor(
@@ -128,10 +128,15 @@ export class Conversations {
     private readonly options: ConversationsOptions = {},
   ) {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 30_000;
-    const batches = options.appendMetrics?.appendGroupBatches;
+    const metrics = options.appendMetrics;
     this.groups = new AppendGroups(db, {
       ...(options.writeConnections !== undefined ? { connections: options.writeConnections } : {}),
-      ...(batches ? { onTransaction: (n: number) => batches.observe(n) } : {}),
+      ...(metrics
+        ? {
+            onTransaction: (n: number) => metrics.appendGroupBatches.observe(n),
+            onDissolved: (reason: DissolvedReason) => metrics.appendGroupsDissolved.inc({ reason }),
+          }
+        : {}),
     });
     this.turns = new ChatTurns(this, options.turns ? createTurnRunner({ ...options.turns, db }) : null, {
       ...(options.turnWaits ? { waits: options.turnWaits } : {}),

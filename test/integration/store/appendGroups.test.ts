@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChatMessage } from '../../../engine/types.js';
-import { AppendGroups, type GroupableOptions } from '../../../infra/db/appendGroups.js';
+import { AppendGroups, type DissolvedReason, type GroupableOptions } from '../../../infra/db/appendGroups.js';
 import { createDb } from '../../../infra/db/connect.js';
 import { type AppendResult, appendToConversation } from '../../../infra/db/conversationAppend.js';
 import { getConversation } from '../../../infra/db/conversations.js';
@@ -67,7 +67,8 @@ const takeTheSlot = (groups: AppendGroups, tenantId: string, conversationId: str
  * slot, so that they run as one group; their outcomes.
  */
 async function groupAroundMiddle(settle: GroupableOptions['settle']) {
-  const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1 });
+  const dissolved: DissolvedReason[] = [];
+  const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1, onDissolved: (r) => dissolved.push(r) });
   const [holder, x, middle, y] = await Promise.all(Array.from({ length: 4 }, () => newConversation(testDb.db, A)));
   const first = takeTheSlot(groups, A, holder!);
   const attempts = [
@@ -77,7 +78,7 @@ async function groupAroundMiddle(settle: GroupableOptions['settle']) {
   ];
   expect(groups.waiting).toBe(3);
   await first;
-  return { x: x!, middle: middle!, y: y!, outcomes: await Promise.allSettled(attempts) };
+  return { x: x!, middle: middle!, y: y!, outcomes: await Promise.allSettled(attempts), dissolved };
 }
 
 describe('AppendGroups', () => {
@@ -184,6 +185,7 @@ describe('AppendGroups', () => {
       middle: failing,
       y,
       outcomes,
+      dissolved,
     } = await groupAroundMiddle(() => {
       settles++;
       throw new Error('settle failed');
@@ -192,6 +194,7 @@ describe('AppendGroups', () => {
     expect(failed).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: 'settle failed' }) });
     // Once in the group, once alone.
     expect(settles).toBe(2);
+    expect(dissolved).toEqual(['error']);
     expect([xDone?.status, yDone?.status]).toEqual(['fulfilled', 'fulfilled']);
     expect(await transcriptOf(A, failing)).toEqual([]);
     const rows = await rowsOf([x, y, failing]);
@@ -243,7 +246,8 @@ describe('AppendGroups', () => {
   });
 
   it('a conversation whose row another writer holds does not hold up the rest of its group', async () => {
-    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1 });
+    const dissolved: DissolvedReason[] = [];
+    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1, onDissolved: (r) => dissolved.push(r) });
     const [holder, held, x] = await Promise.all(Array.from({ length: 3 }, () => newConversation(testDb.db, A)));
     const y = await newConversation(testDb.db, B);
     // Another writer (a compaction's commit, say) holds the conversation's row, on a connection of its own.
@@ -264,6 +268,7 @@ describe('AppendGroups', () => {
         sleep(10_000).then(() => 'still waiting'),
       ]);
       expect(stored).toBe('stored');
+      expect(dissolved).toEqual(['lock_timeout']);
       expect(await transcriptOf(A, x!)).toEqual(['x']);
       expect(await transcriptOf(B, y)).toEqual(['y']);
       expect(await transcriptOf(A, held!)).toEqual([]);
@@ -279,13 +284,14 @@ describe('AppendGroups', () => {
   it('a group that meets a conflict is not tried again as a group: its batches run alone, with their retries', async () => {
     let settles = 0;
     // A serialization failure the first time only (what a retry of the same transaction would get past).
-    const { x, middle, y, outcomes } = await groupAroundMiddle(() => {
+    const { x, middle, y, outcomes, dissolved } = await groupAroundMiddle(() => {
       settles++;
       if (settles === 1) throw Object.assign(new Error('could not serialize access'), { code: '40001' });
       return null;
     });
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
     expect(settles).toBe(2);
+    expect(dissolved).toEqual(['conflict']);
     // Alone, each in its own transaction: a retried group would have stored all three in one.
     expect(new Set((await rowsOf([x, middle, y])).map((row) => row.xmin)).size).toBe(3);
   });
