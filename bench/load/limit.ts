@@ -98,7 +98,7 @@ export async function measureLimit(options: {
     await Promise.all(Array.from({ length: options.connections }, creator));
 
     // Idle conversations (tenants round-robin, as created): a transaction takes the first `perTransaction`, in
-    // (tenant, conversation) order as the gateway's groups lock them, and puts them back at the end.
+    // (tenant, conversation) order as the gateway's groups take them (no lock here), and puts them back at the end.
     const queue = [...idle];
     const started = performance.now();
     const deadline = started + options.seconds * 1000;

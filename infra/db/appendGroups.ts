@@ -12,15 +12,16 @@
 //   64 messages, so a large batch never holds up many small ones.
 // - Tenants: each batch's statements run with its own tenant set (tenant.ts `tenantSwitch` between batches of two
 //   tenants), so row-level security scopes every statement to the tenant of the batch it belongs to, as in a
-//   transaction of its own; a statement under another tenant's setting finds none of the batch's rows and may write
-//   none (the group then fails, and each batch runs alone).
+//   transaction of its own. Every statement also names its tenant, so one run under another tenant's setting could
+//   only fail: its reads would find nothing (the batch refused as not found), its writes would be refused.
 // - Order: batches of one conversation run in arrival order, never two in one group nor in two groups at once; a
 //   group takes its conversations' locks in (tenant, conversation) order, so two groups cannot deadlock on them.
 // - Isolation of failures: a batch refused before it queued anything (an idempotency conflict, a conversation or
 //   session gone) fails alone and the group goes on. Any other failure rolls the group back, and each of its batches
 //   then runs alone as it would have (its own transaction and retries): one batch can never fail another. A group
 //   is tried once and waits at most GROUP_LOCK_TIMEOUT_MS for a lock: a conflict, or one conversation's row held by
-//   another writer, sends its batches to their own transactions rather than making them all wait or retry.
+//   another writer, sends its batches to their own transactions rather than making them all wait or retry. Each of
+//   those is a new transaction (without the others), run at once and retried as SPEC §13.6 says, up to 15 times.
 import { availableParallelism } from 'node:os';
 import type { Kysely } from 'kysely';
 import { type AppendReads, queueAppendReads } from './appendReads.js';
@@ -106,9 +107,10 @@ const refusedAlone = (error: unknown) =>
 type Outcome = { appended: AppendInTransaction } | { refused: unknown };
 
 /**
- * How long a group waits for a lock (a conversation's row held by a compaction's commit, a chat turn, another
- * writer): then it gives up and its batches run alone, so the others never wait for the one that is held. A group
- * itself takes 20–50 ms under load (`bench:load`), so a wait this long is not one of those.
+ * How long a group waits for a lock (mostly a conversation's row held by a compaction's commit, a chat turn, another
+ * writer; any heavyweight lock counts, e.g. extending a table): then it gives up and its batches run alone, so the
+ * others never wait for the one that is held. A group itself takes 20–50 ms under load (`bench:load`), so a wait
+ * this long is not one of those.
  */
 export const GROUP_LOCK_TIMEOUT_MS = 50;
 const groupLockTimeout = () =>

@@ -1,6 +1,8 @@
 // Every tenant-scoped query runs inside a transaction that switches to the tenant role and sets app.tenant_id for
 // that transaction only, so row-level security (migrations/0001) restricts it to the tenant's rows whatever the
-// WHERE clause says (and forbids deletes). DESIGN.md §4.
+// WHERE clause says (and forbids deletes). DESIGN.md §4. One kind of transaction holds several tenants' statements,
+// each under its own tenant: a group of appends (appendGroups.ts), which sets the next tenant (`tenantSwitch`)
+// before the statements of a batch of another tenant.
 //
 // Round trips (issue #11 item 6): BEGIN and the two settings are one simple-protocol message that the driver
 // (pipelinedTransactions.ts) sends in the same flight as the transaction's first statement, so a single-statement

@@ -87,8 +87,9 @@ export function createMetrics(options: { db?: Kysely<Database>; defaultMetrics?:
   );
   const appendGroupsDissolved = counter(
     'dctx_append_groups_dissolved_total',
-    'Append groups rolled back, their batches then each run alone: lock_timeout (a row another writer held past ' +
-      '50 ms), conflict (serialization failure, deadlock), error (anything else, e.g. one batch that cannot be written)',
+    'Append groups rolled back, their batches then each run alone: lock_timeout (a lock, mostly a conversation row, ' +
+      'another writer held past 50 ms), conflict (serialization failure, deadlock), error (anything else, e.g. one ' +
+      'batch that cannot be written)',
     ['reason'],
   );
   const db = options.db;

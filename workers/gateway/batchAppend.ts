@@ -33,7 +33,8 @@ export interface AppendDecideOptions {
   admit?: (head: ConversationRow) => void;
   /**
    * Where a plain batch (no turn, no `after`, no `admit`) is committed, maybe in one transaction with other batches
-   * of the tenant that arrived while every write slot was busy (infra/db/appendGroups.ts). Without it, on its own.
+   * (of any tenants, each under its own) that arrived while every write slot was busy (infra/db/appendGroups.ts).
+   * Without it, on its own.
    */
   groups?: AppendGroups;
 }

@@ -82,10 +82,10 @@ export interface ConversationsOptions extends StartingRulesBase {
   turnText?: TurnTextListener;
   /**
    * The write pool's size (unset: not known, only the cores count): plain batches that arrive while as many appends
-   * run as it allows (infra/db/appendGroups.ts `defaultSlots`) are committed together, per tenant.
+   * run as it allows (infra/db/appendGroups.ts `defaultSlots`) are committed together, each under its own tenant.
    */
   writeConnections?: number;
-  /** Batches per append transaction (the process's /metrics). */
+  /** Batches per append transaction and groups rolled back (the process's /metrics). */
   appendMetrics?: Pick<Metrics, 'appendGroupBatches' | 'appendGroupsDissolved'>;
 }
 
