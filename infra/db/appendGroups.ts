@@ -81,8 +81,8 @@ export const DEFAULT_MAX_GROUP_MESSAGES = 64;
  * machine, `bench:load` (10,000 conversations, 64 clients) accepted as much with 2 as with 3 or 5, and its status
  * reads during the load stayed fast: fewer write transactions leave the reads their share of the CPU, and each holds
  * more batches. Groups of one tenant: 2 slots 1,939–2,066 msg/s, status p99 16–23 ms; 3 slots 1,980–2,163, 21–56
- * ms; 5 slots 1,922–2,077, 26–70 ms. Groups of any tenants: 2 slots 1,956–2,200 msg/s, accept p99 95–101 ms, status
- * p99 21–29 ms; 3 slots 2,042–2,085, accept p99 108–114 ms, status p99 38–46 ms.
+ * ms; 5 slots 1,922–2,077, 26–70 ms. Groups of any tenants: 2 slots 1,956–2,278 msg/s, accept p99 84–101 ms,
+ * status p99 18–32 ms (69 in one run of nine); 3 slots 2,042–2,085, accept p99 108–114 ms, status p99 38–46 ms.
  */
 export const defaultSlots = (connections = Number.POSITIVE_INFINITY) =>
   Math.max(1, Math.min(connections, availableParallelism()));
