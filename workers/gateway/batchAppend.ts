@@ -5,15 +5,39 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { SubmitMessages } from '../../contracts/conversation.js';
 import type { StoredBatch } from '../../contracts/conversationLog.js';
-import type { AppendGroups } from '../../infra/db/appendGroups.js';
+import { AppendGroups } from '../../infra/db/appendGroups.js';
 import { type AppendResult, appendToConversation } from '../../infra/db/conversationAppend.js';
 import type { StoredMessage } from '../../infra/db/messages.js';
 import { type PipelinedStatement, pipelined } from '../../infra/db/queuedStatements.js';
 import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database, TurnsTable } from '../../infra/db/schema.js';
 import { type TurnRecord, turnOf, turnQuery } from '../../infra/db/turns.js';
+import type { Metrics } from '../../infra/metrics/registry.js';
 import { storedBatchOf } from './logView.js';
 import { TranscriptCache, type TranscriptReading } from './transcriptCache.js';
+
+/** Where the gateway's append groups are counted (the process's /metrics). */
+export type AppendMetrics = Pick<Metrics, 'appendGroupBatches' | 'appendGroupsDissolved'>;
+
+/**
+ * The gateway's append groups (infra/db/appendGroups.ts) for a write pool of `connections` (unset: not known, only
+ * the cores count), each transaction's batches and each rollback counted in `metrics`.
+ */
+export function gatewayAppendGroups(
+  db: Kysely<Database>,
+  connections: number | undefined,
+  metrics: AppendMetrics | undefined,
+): AppendGroups {
+  return new AppendGroups(db, {
+    ...(connections !== undefined ? { connections } : {}),
+    ...(metrics
+      ? {
+          onTransaction: (n) => metrics.appendGroupBatches.observe(n),
+          onDissolved: (reason) => metrics.appendGroupsDissolved.inc({ reason }),
+        }
+      : {}),
+  });
+}
 
 export interface AppendDecideOptions {
   /** The workflow hears of the batch whatever the rules say (a chat turn it runs). */

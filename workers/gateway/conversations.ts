@@ -21,7 +21,7 @@ import type {
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import { validateSubmit } from '../../contracts/validation.js';
 import { resolveUsableContextLength } from '../../engine/index.js';
-import { AppendGroups, type DissolvedReason } from '../../infra/db/appendGroups.js';
+import type { AppendGroups } from '../../infra/db/appendGroups.js';
 import { getCompaction } from '../../infra/db/compactions.js';
 import {
   createConversation,
@@ -33,9 +33,8 @@ import { openNotification } from '../../infra/db/quietBatches.js';
 import type { ConversationRow, Database } from '../../infra/db/schema.js';
 import { ConversationNotFoundError } from '../../infra/db/storeErrors.js';
 import type { TurnTextListener } from '../../infra/db/turnText.js';
-import type { Metrics } from '../../infra/metrics/registry.js';
 import { newSessionId } from '../../workflows/ids.js';
-import { type AppendDecideOptions, appendAndDecide } from './batchAppend.js';
+import { type AppendDecideOptions, type AppendMetrics, appendAndDecide, gatewayAppendGroups } from './batchAppend.js';
 import { type ChatRequest, type ChatTurnReply, ChatTurns, type TurnMetrics } from './chatTurns.js';
 import { InvalidRequestError } from './errors.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
@@ -86,7 +85,7 @@ export interface ConversationsOptions extends StartingRulesBase {
    */
   writeConnections?: number;
   /** Batches per append transaction and groups rolled back (the process's /metrics). */
-  appendMetrics?: Pick<Metrics, 'appendGroupBatches' | 'appendGroupsDissolved'>;
+  appendMetrics?: AppendMetrics;
 }
 
 /** SPEC §4.1, §4.3, §4.4: refuse an unknown -900k id or a window below 64,000 before anything starts. */
@@ -128,16 +127,7 @@ export class Conversations {
     private readonly options: ConversationsOptions = {},
   ) {
     this.waitTimeoutMs = options.waitTimeoutMs ?? 30_000;
-    const metrics = options.appendMetrics;
-    this.groups = new AppendGroups(db, {
-      ...(options.writeConnections !== undefined ? { connections: options.writeConnections } : {}),
-      ...(metrics
-        ? {
-            onTransaction: (n: number) => metrics.appendGroupBatches.observe(n),
-            onDissolved: (reason: DissolvedReason) => metrics.appendGroupsDissolved.inc({ reason }),
-          }
-        : {}),
-    });
+    this.groups = gatewayAppendGroups(db, options.writeConnections, options.appendMetrics);
     this.turns = new ChatTurns(this, options.turns ? createTurnRunner({ ...options.turns, db }) : null, {
       ...(options.turnWaits ? { waits: options.turnWaits } : {}),
       ...(options.turnMetrics ? { metrics: options.turnMetrics } : {}),
