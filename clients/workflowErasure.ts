@@ -1,12 +1,13 @@
 // What Temporal holds of an erased conversation or tenant (issue #14 §6 data lifecycle; ids: DESIGN.md §3): the
-// conversation workflows `conv:<tenant>:<conversation>`, their compaction children `compact:<tenant>:<session>:<n>`
-// and the replay workflows `replay:<tenant>:<compaction>:<n>`. They are found through the visibility API by the search
-// attributes `TenantId` / `ConversationId` (replays carry only `TenantId`: they are matched by their id's prefix) and
-// by the ids PostgreSQL names (visibility is eventually consistent: a workflow started a moment ago may not be listed
-// yet). Running ones are terminated; every run's history is deleted with the workflow service's
-// DeleteWorkflowExecution, so the Temporal UI shows nothing of them (its list catches up asynchronously).
+// conversation workflows `conv:<tenant>:<conversation>`, their compaction children `compact:<tenant>:<session>:<n>`,
+// the replay workflows `replay:<tenant>:<compaction>:<n>` and a tenant's webhook workflows `webhook:<tenant>:<id>`.
+// They are found through the visibility API by the search attributes `TenantId` / `ConversationId` (replays carry
+// only `TenantId`: they are matched by their id's prefix) and by the ids PostgreSQL names (visibility is eventually
+// consistent: a workflow started a moment ago may not be listed yet). Running ones are terminated; every run's
+// history is deleted with the workflow service's DeleteWorkflowExecution, so the Temporal UI shows nothing of them
+// (its list catches up asynchronously).
 import { type Client, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
-import { compactionWorkflowId, conversationWorkflowId } from '../workflows/ids.js';
+import { compactionWorkflowId, conversationWorkflowId, webhookWorkflowId } from '../workflows/ids.js';
 import { ConversationId, TenantId } from '../workflows/searchAttributes.js';
 
 export interface WorkflowErasureTarget {
@@ -14,6 +15,12 @@ export interface WorkflowErasureTarget {
   conversationId?: string;
   /** The target's compactions (PostgreSQL), whose child and replay workflow ids are built from them. */
   compactions: ReadonlyArray<{ id: string; sessionId: string; seq: number }>;
+  /**
+   * A whole tenant's conversations and webhook endpoints (PostgreSQL): their workflows are named, not only listed,
+   * so one started a moment ago (a webhook created just before) is found although visibility does not list it yet.
+   */
+  conversationIds?: readonly string[];
+  webhookIds?: readonly string[];
 }
 
 interface Execution {
@@ -48,6 +55,8 @@ export async function findWorkflows(client: Client, target: WorkflowErasureTarge
   const named: string[] = [];
   if (target.conversationId === undefined) {
     found.push(...(await listed(client, tenant, () => true)));
+    for (const id of target.conversationIds ?? []) named.push(conversationWorkflowId(target.tenantId, id));
+    for (const id of target.webhookIds ?? []) named.push(webhookWorkflowId(target.tenantId, id));
   } else {
     found.push(
       ...(await listed(client, `${tenant} AND ${ConversationId.name} = ${quoted(target.conversationId)}`, () => true)),

@@ -22,6 +22,9 @@ export interface ErasureRequest extends ErasureTarget {
 export interface ErasureScope {
   sessionIds: string[];
   compactions: Array<{ id: string; sessionId: string; seq: number }>;
+  /** A whole tenant: its conversations and webhook endpoints, whose workflows are named by them (else empty). */
+  conversationIds: string[];
+  webhookIds: string[];
 }
 
 export interface ErasedRows {
@@ -39,10 +42,18 @@ export async function erasureScope(db: Kysely<Database>, target: ErasureTarget):
     sessions = sessions.where('conversation_id', '=', target.conversationId);
     compactions = compactions.where('conversation_id', '=', target.conversationId);
   }
-  const [s, c] = await Promise.all([sessions.execute(), compactions.execute()]);
+  const whole = target.conversationId === undefined;
+  const [s, c, conversations, webhooks] = await Promise.all([
+    sessions.execute(),
+    compactions.execute(),
+    whole ? db.selectFrom('conversations').select('id').where('tenant_id', '=', target.tenantId).execute() : [],
+    whole ? db.selectFrom('webhooks').select('id').where('tenant_id', '=', target.tenantId).execute() : [],
+  ]);
   return {
     sessionIds: s.map((r) => r.id),
     compactions: c.map((r) => ({ id: r.id, sessionId: r.session_id, seq: r.seq })),
+    conversationIds: conversations.map((r) => r.id),
+    webhookIds: webhooks.map((r) => r.id),
   };
 }
 

@@ -55,7 +55,12 @@ const BACKGROUND_ROUNDS = 1_200;
 export async function erase(deps: ErasureDeps, request: ErasureRequest): Promise<Erasure> {
   const { db, client } = deps;
   const scope = await erasureScope(db, request);
-  const target = { ...request, compactions: scope.compactions };
+  const target = {
+    ...request,
+    compactions: scope.compactions,
+    conversationIds: scope.conversationIds,
+    webhookIds: scope.webhookIds,
+  };
   const before = await temporal(() => findWorkflows(client, target));
   await temporal(() => terminateWorkflows(client, before));
   const erased = await eraseRows(db, request);

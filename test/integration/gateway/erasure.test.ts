@@ -2,11 +2,15 @@
 // rotated conversation and then its whole tenant are erased — search, export, the message routes and Temporal's
 // visibility list (what the Temporal UI shows; polled, it is eventually consistent) show nothing of them, while another
 // conversation and another tenant are untouched; the audit rows say who erased what and how many rows, never content;
-// the confirmation must repeat the id; the tenant role still cannot delete anything.
+// the confirmation must repeat the id; the tenant role still cannot delete anything. A tenant's workflows are found
+// by the ids PostgreSQL names too, so one started a moment ago (a webhook created just before) is not left behind.
 import type { Client } from '@temporalio/client';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findWorkflows } from '../../../clients/workflowErasure.js';
+import { erasureScope } from '../../../infra/db/erasure.js';
 import { withTenant } from '../../../infra/db/tenant.js';
+import { conversationWorkflowId, webhookWorkflowId } from '../../../workflows/ids.js';
 import { type GatewayHarness, startGatewayHarness } from '../../support/harness/gateway.js';
 import { agentTranscript, keyed } from '../workflows/transcript.js';
 
@@ -210,6 +214,46 @@ describe('erasure', () => {
     expect([...first.json.erasures, ...rest.json.erasures]).toEqual(audit.json.erasures);
     expect(rest.json.nextCursor).toBeNull();
     expect((await gw.call('GET', '/v1/erasures', b.key)).status).toBe(403);
+  });
+
+  it('a tenant erasure finds its webhook and conversation workflows by id, before visibility lists them', async () => {
+    const t = await gw.tenant();
+    const conv = (await gw.call('POST', '/v1/conversations', t.key, {})).json.conversationId as string;
+    const hook = await gw.call('POST', '/v1/webhooks', t.key, { url: 'http://127.0.0.1:9/never' });
+    expect(hook.status).toBe(201);
+    const webhookId = hook.json.id as string;
+    // PostgreSQL names the tenant's conversations and endpoints (not one conversation's erasure: those are its own).
+    const scope = await erasureScope(gw.testDb.db, { tenantId: t.id });
+    expect(scope).toMatchObject({ conversationIds: [conv], webhookIds: [webhookId] });
+    expect(await erasureScope(gw.testDb.db, { tenantId: t.id, conversationId: conv })).toMatchObject({
+      conversationIds: [],
+      webhookIds: [],
+    });
+    // A workflow visibility will never list under the tenant (no TenantId attribute, nobody polls its queue) stands
+    // for one started a moment ago: found only because it is named.
+    const unlisted = [
+      webhookWorkflowId(t.id, `${webhookId}-unlisted`),
+      conversationWorkflowId(t.id, `${conv}-unlisted`),
+    ];
+    for (const workflowId of unlisted) {
+      await temporal.workflow.start('webhookDeliveryWorkflow', {
+        taskQueue: 'erasure-test-unpolled',
+        workflowId,
+        args: [{ tenantId: t.id, webhookId }],
+      });
+    }
+    try {
+      const target = { tenantId: t.id, compactions: [] };
+      const named = { ...target, webhookIds: [`${webhookId}-unlisted`], conversationIds: [`${conv}-unlisted`] };
+      const found = await findWorkflows(temporal, named);
+      for (const workflowId of unlisted) {
+        expect(found.find((e) => e.workflowId === workflowId)).toMatchObject({ running: true });
+      }
+      const listedOnly = (await findWorkflows(temporal, target)).map((e) => e.workflowId);
+      expect(listedOnly.filter((id) => unlisted.includes(id))).toEqual([]);
+    } finally {
+      for (const workflowId of unlisted) await temporal.workflow.getHandle(workflowId).terminate('test done');
+    }
   });
 
   it('appends racing an erasure are either erased with it or refused: nothing of the conversation is left', async () => {
