@@ -279,6 +279,65 @@ describe('AppendGroups', () => {
     }
   });
 
+  it('a rotation that commits while a later tenant’s batch waits for its lock: read again under that tenant, in the group', async () => {
+    // The batch's lock waits for the rotation; once it commits, the lock's join finds no row and the append reads the
+    // conversation again (conversationHead.ts `headByTwoLocks`, then the new session's state), statements sent after
+    // the switch to its tenant: under the first batch's tenant they would find nothing and refuse it as not found.
+    // The wait must end within the group's lock timeout: a group that gave up is tried again with new conversations.
+    const writer = new pg.Client({ connectionString: testDb.url });
+    const watcher = new pg.Client({ connectionString: testDb.url });
+    await Promise.all([writer.connect(), watcher.connect()]);
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const dissolved: DissolvedReason[] = [];
+        const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1, onDissolved: (r) => dissolved.push(r) });
+        const [holder, x] = await Promise.all([newConversation(testDb.db, A), newConversation(testDb.db, A)]);
+        const held = await newConversation(testDb.db, B);
+        await appendToConversation(testDb.db, B, held, keyed([user('before')], 'before'));
+        const rotated = `${held}-rotated`;
+        await writer.query('BEGIN');
+        await writer.query(
+          `INSERT INTO sessions (tenant_id, id, conversation_id, parent_session_id)
+           SELECT tenant_id, $2, id, current_session_id FROM conversations WHERE id = $1`,
+          [held, rotated],
+        );
+        await writer.query('UPDATE conversations SET current_session_id = $2, version = version + 1 WHERE id = $1', [
+          held,
+          rotated,
+        ]);
+        const first = takeTheSlot(groups, A, holder!);
+        const appends = [
+          groups.append(A, x!, keyed([user('x')], 'x')),
+          groups.append(B, held, keyed([user('h')], 'h')),
+        ];
+        await first;
+        // The group's transaction waits for the conversation's row: the rotation commits now.
+        const deadline = Date.now() + 5_000;
+        for (;;) {
+          const { rows } = await watcher.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
+          if (rows.length > 0 || Date.now() > deadline) break;
+        }
+        await writer.query('COMMIT');
+        const [stored, heldResult] = await Promise.all(appends);
+        if (dissolved.length > 0 && attempt < 5) continue;
+        expect(dissolved).toEqual([]);
+        expect(stored!.appended).toHaveLength(1);
+        // Stored in the session current when its lock was granted, after the rotation, in the group's transaction.
+        expect(heldResult).toMatchObject({ sessionId: rotated, appended: [{ position: 0 }] });
+        expect(await transcriptOf(B, held)).toEqual(['h']);
+        const rows = await rowsOf([x!, held]);
+        expect(rows.filter((row) => row.idempotency_key !== 'before:0').map((row) => row.tenant_id)).toEqual([A, B]);
+        expect(new Set(rows.filter((row) => row.idempotency_key !== 'before:0').map((row) => row.xmin)).size).toBe(1);
+        break;
+      }
+    } finally {
+      await writer.query('ROLLBACK').catch(() => undefined);
+      await Promise.all([writer.end(), watcher.end()]);
+    }
+  });
+
   it('a group that meets a conflict is not tried again as a group: its batches run alone, with their retries', async () => {
     let settles = 0;
     // A serialization failure the first time only (what a retry of the same transaction would get past).
