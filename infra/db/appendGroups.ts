@@ -34,11 +34,11 @@ import {
   appendInTransaction,
   appendToConversation,
   confirmAppend,
+  refusedBeforeWrites,
   validateItems,
 } from './conversationAppend.js';
 import { deferredStatement } from './pipelinedTransactions.js';
 import type { Database } from './schema.js';
-import { ConversationNotFoundError, IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
 import { tenantSwitch } from './tenant.js';
 import { sqlState, withTenantWrite } from './writeRetry.js';
 
@@ -98,12 +98,6 @@ interface Job {
 
 const conversationKey = (job: Pick<Job, 'tenantId' | 'conversationId'>) => `${job.tenantId}\n${job.conversationId}`;
 
-/** Thrown by an append before it queued any write: its batch alone is refused. */
-const refusedAlone = (error: unknown) =>
-  error instanceof IdempotencyConflictError ||
-  error instanceof ConversationNotFoundError ||
-  error instanceof SessionNotFoundError;
-
 type Outcome = { appended: AppendInTransaction } | { refused: unknown };
 
 /**
@@ -158,7 +152,7 @@ async function commitTogether(db: Kysely<Database>, jobs: readonly Job[]): Promi
           );
           done.set(job, { appended });
         } catch (error) {
-          if (!refusedAlone(error)) throw error;
+          if (!refusedBeforeWrites(error)) throw error;
           done.set(job, { refused: error });
         }
       }

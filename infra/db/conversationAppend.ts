@@ -22,7 +22,7 @@ import { fieldsToMessage, toStoredMessage } from './messageRows.js';
 import { type PipelinedStatement, pipelined } from './queuedStatements.js';
 import type { ConversationRow, Database } from './schema.js';
 import { lockSession } from './sessions.js';
-import { IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
+import { ConversationNotFoundError, IdempotencyConflictError, SessionNotFoundError } from './storeErrors.js';
 import { CUSTOM_PLANS, type TenantTx } from './tenant.js';
 import { withTenantWrite } from './writeRetry.js';
 
@@ -165,11 +165,20 @@ export interface AppendInTransaction {
 }
 
 /**
+ * What `appendInTransaction` throws before it queued any of the batch's writes (its `admit`'s refusals aside): the
+ * conversation or its session is gone, or a key holds another message. The transaction is intact; nothing of the
+ * batch is left to write (appendGroups.ts refuses that batch alone and commits the rest).
+ */
+export const refusedBeforeWrites = (error: unknown): boolean =>
+  error instanceof ConversationNotFoundError ||
+  error instanceof SessionNotFoundError ||
+  error instanceof IdempotencyConflictError;
+
+/**
  * One append's statements in an open tenant transaction (APPEND_PLANS): the lock travels with the read of the keys
  * and the next position; the insert and the totals are queued, to travel with the transaction's next statement or
- * its COMMIT. What it throws before anything is queued (ConversationNotFoundError, SessionNotFoundError,
- * IdempotencyConflictError, or `admit`'s refusal) leaves nothing of the batch to write; once the insert is queued
- * only `settle` and `within` can throw. After the COMMIT, `confirmAppend` checks what the totals' statement wrote.
+ * its COMMIT. What it throws before anything is queued (`refusedBeforeWrites`, or `admit`'s refusal) leaves nothing
+ * of the batch to write; once the insert is queued only `settle` and `within` can throw. After the COMMIT, `confirmAppend` checks what the totals' statement wrote.
  * `reads`: its first reads, queued already (appendReads.ts `queueAppendReads`) and sent by the time they are read.
  */
 export async function appendInTransaction(
