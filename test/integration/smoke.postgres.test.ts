@@ -71,6 +71,7 @@ describe('migrations', () => {
       '0025_key_notifications',
       '0026_client_compactions',
       '0027_short_pending_lists',
+      '0028_oversized_tsvector',
     ]);
     const second = await migrateToLatest(testDb.db);
     expect(second.applied).toEqual([]);
@@ -122,6 +123,7 @@ describe('0010 down and up again', () => {
     const down = await migrator.migrateTo('0009_quiet_batches');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.status])).toEqual([
+      ['0028_oversized_tsvector', 'Success'],
       ['0027_short_pending_lists', 'Success'],
       ['0026_client_compactions', 'Success'],
       ['0025_key_notifications', 'Success'],
@@ -167,6 +169,7 @@ describe('0010 down and up again', () => {
       '0025_key_notifications',
       '0026_client_compactions',
       '0027_short_pending_lists',
+      '0028_oversized_tsvector',
     ]);
     expect(await answers()).toEqual(before);
   });
@@ -208,6 +211,7 @@ describe('0014 on conversations stored before it', () => {
       '0025_key_notifications',
       '0026_client_compactions',
       '0027_short_pending_lists',
+      '0028_oversized_tsvector',
     ]);
     const rows = await testDb.db
       .selectFrom('conversations')

@@ -27,6 +27,7 @@ import * as m0024 from './0024_generated_plpgsql.js';
 import * as m0025 from './0025_key_notifications.js';
 import * as m0026 from './0026_client_compactions.js';
 import * as m0027 from './0027_short_pending_lists.js';
+import * as m0028 from './0028_oversized_tsvector.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': m0001,
@@ -56,6 +57,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0025_key_notifications': m0025,
   '0026_client_compactions': m0026,
   '0027_short_pending_lists': m0027,
+  '0028_oversized_tsvector': m0028,
 };
 
 export const migrationProvider: MigrationProvider = {

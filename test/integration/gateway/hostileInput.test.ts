@@ -72,6 +72,32 @@ describe('content PostgreSQL cannot hold is stored losslessly and given back exa
     expect(again.json).toEqual({ accepted: 4, stored: 0, duplicates: 4 });
     await expectAlive(conv, 'lossless');
   });
+
+  it('a tool output of 800 KB of distinct tokens, more words than one tsvector holds: stored whole and searchable', async () => {
+    const conv = await conversation();
+    // 60,000 file names (590 KB): PostgreSQL's tsvector of this text would exceed its 1 MB cap (migrations/0028).
+    const listing = Array.from({ length: 60_000 }, (_, i) => `f${i}.ts`).join('\n');
+    const content = `lsfiles listing\n${listing}\nendmarker 完了`;
+    const messages = [
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'ls', type: 'function', function: { name: 'shell', arguments: '{"cmd":"ls"}' } }],
+      },
+      { role: 'tool', tool_call_id: 'ls', name: 'shell', content },
+    ];
+    const res = await post(conv, { messages: messages.map((message, i) => ({ message, idempotencyKey: `ls${i}` })) });
+    expect(res.status, res.text).toBe(202);
+    const read = await call('GET', `/v1/conversations/${conv}/messages`);
+    expect(read.json.messages.map((m: { message: unknown }) => m.message)).toEqual(messages);
+    const found = async (query: string) => (await call('GET', `/v1/search?q=${encodeURIComponent(query)}`)).json;
+    // Its first words on the Latin path (not its last: they are beyond the part indexed), any of its text on the CJK
+    // path.
+    expect((await found('lsfiles')).results).toHaveLength(1);
+    expect((await found('endmarker')).results).toHaveLength(0);
+    expect((await found('endmarker 完了')).results).toHaveLength(1);
+    await expectAlive(conv, 'tsvector');
+  });
 });
 
 describe('refused with a 400 naming the field, before anything is written', () => {

@@ -129,6 +129,7 @@ describe('0023 down and up again', () => {
     const down = await migrator.migrateTo('0022_context_engine');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.direction, r.status])).toEqual([
+      ['0028_oversized_tsvector', 'Down', 'Success'],
       ['0027_short_pending_lists', 'Down', 'Success'],
       ['0026_client_compactions', 'Down', 'Success'],
       ['0025_key_notifications', 'Down', 'Success'],
@@ -142,6 +143,7 @@ describe('0023 down and up again', () => {
       '0025_key_notifications',
       '0026_client_compactions',
       '0027_short_pending_lists',
+      '0028_oversized_tsvector',
     ]);
     expect(await answers()).toEqual(before);
   });

@@ -10,7 +10,9 @@ import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { INDEXED_TEXT_0001_BODY } from '../../../infra/db/migrations/0012_inline_indexed_text.js';
 import { SEARCH_TSV_0002_BODY } from '../../../infra/db/migrations/0024_generated_plpgsql.js';
+import { SAFE_TSVECTOR_TEXT_BYTES } from '../../../infra/db/migrations/0028_oversized_tsvector.js';
 import { migrationProvider } from '../../../infra/db/migrations/index.js';
+import { searchMessages } from '../../../infra/db/search/index.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 
@@ -130,5 +132,84 @@ describe('dc_indexed_text and dc_search_tsv (migrations 0012, 0024)', () => {
     expect(stored[0]?.tsv).toContain("'src/a.ts':6");
     expect(stored[0]?.tsv).toContain("'read':3,9");
     expect(stored[1]?.grams).toEqual(expect.arrayContaining(['部', '署', '部署']));
+  });
+});
+
+/** `count` distinct dotted tokens (`w1.v1 w2.v2 …`): each gives three lexemes, as long as PostgreSQL allows. */
+const tokens = (count: number, from = 1) =>
+  Array.from({ length: count }, (_, i) => `w${from + i}.v${from + i}`).join(' ');
+
+describe('a text whose words do not fit in one tsvector (migration 0028)', () => {
+  it('within SAFE_TSVECTOR_TEXT_BYTES, the densest texts fit, with room to spare (the fast path needs no fallback)', async () => {
+    // Each repeated to exactly the bound, through the 0002 definition (no fallback): its tsvector's lexemes and
+    // positions take under half of PostgreSQL's 1 MB.
+    const letters = 'abcdefghijklmnopqrstuvwxyz';
+    const pairs = Array.from(letters).flatMap((a) => Array.from(letters).map((b) => `${a}${b}1`));
+    const many = (count: number, token: (i: number) => string) => Array.from({ length: count }, (_, i) => token(i));
+    const dense = [
+      many(70_000, (i) => letters[i % 26]!).join(' '),
+      many(50_000, (i) => pairs[i % pairs.length]!).join(' '),
+      many(30_000, String).join(' '),
+      tokens(15_000),
+      many(30_000, (i) => `${i}-${i * 7}`).join(' '),
+      many(20_000, (i) => `a${i}-b${i}-c${i}-d${i}`).join(' '),
+      many(30_000, (i) => `${i}.x/${i}-${i}`).join(' '),
+      many(30_000, (i) => `${i}@x${i}.io`).join(' '),
+      many(30_000, (i) => `İȺ${i}`).join(' '),
+    ].map((text) =>
+      Buffer.from(text)
+        .subarray(0, SAFE_TSVECTOR_TEXT_BYTES)
+        .toString()
+        .replace(/\uFFFD$/, ''),
+    );
+    for (const text of dense) {
+      expect(Buffer.byteLength(text)).toBeGreaterThan(SAFE_TSVECTOR_TEXT_BYTES - 8);
+      const { rows } = await sql<{ size: number }>`
+        SELECT pg_column_size(dc_search_tsv_0002(${text})) AS size`.execute(testDb.db);
+      expect(rows[0]!.size).toBeLessThan(1_048_575 / 2);
+    }
+  });
+
+  it('gets the tsvector of the first of its leading halves that fits; any other text, the same tsvector as before', async () => {
+    const oversized = tokens(60_000);
+    const [half, quarter] = [Math.floor(oversized.length / 2), Math.floor(oversized.length / 4)];
+    for (const text of [oversized, oversized.slice(0, half)]) {
+      await expect(sql`SELECT dc_search_tsv_0002(${text})`.execute(testDb.db)).rejects.toThrow(
+        /string is too long for tsvector/,
+      );
+    }
+    // 817,787 bytes do not fit, nor their first half; their first quarter does, and is what is indexed.
+    const { rows } = await sql<{ first: boolean; last: boolean; same: boolean }>`
+      WITH t AS (SELECT dc_search_tsv(${oversized}) AS tsv)
+      SELECT tsv @@ plainto_tsquery('simple', 'w1.v1') AS first,
+             tsv @@ plainto_tsquery('simple', 'w60000.v60000') AS last,
+             tsv = dc_search_tsv_0002(${oversized.slice(0, quarter)}) AS same
+        FROM t`.execute(testDb.db);
+    expect(rows[0]).toEqual({ first: true, last: false, same: true });
+    // Just over the bound and fitting: the whole text, as the 0002 definition gives it.
+    const large = tokens(16_000, 100_000);
+    expect(Buffer.byteLength(large)).toBeGreaterThan(SAFE_TSVECTOR_TEXT_BYTES);
+    const { rows: same } = await sql<{ same: boolean }>`
+      SELECT dc_search_tsv(${large}) = dc_search_tsv_0002(${large}) AS same`.execute(testDb.db);
+    expect(same[0]?.same).toBe(true);
+  });
+
+  it('is stored, found by its first words on the Latin path and by any of its text on the CJK path', async () => {
+    const tenant = 'tenant-oversized';
+    await sql`INSERT INTO tenants (id, name) VALUES (${tenant}, ${tenant})`.execute(testDb.db);
+    await sql`INSERT INTO sessions (tenant_id, id, conversation_id) VALUES (${tenant}, 's-big', 'c-big')`.execute(
+      testDb.db,
+    );
+    const content = `${tokens(60_000)} 末尾の圧縮`;
+    await withTenant(testDb.db, tenant, async (tx) => {
+      await sql`
+        INSERT INTO messages (tenant_id, session_id, conversation_id, role, content)
+        VALUES (${tenant}, 's-big', 'c-big', 'tool', ${content})`.execute(tx);
+    });
+    const found = async (query: string) => (await searchMessages(testDb.db, tenant, query)).length;
+    expect(await found('w7.v7')).toBe(1);
+    expect(await found('圧縮')).toBe(1);
+    expect(await found('末尾の圧縮')).toBe(1);
+    expect(await found('w59999.v59999')).toBe(0);
   });
 });
