@@ -9,7 +9,7 @@
 //   that arrive while every slot is busy wait, and the next free slot takes the oldest of them together, whatever
 //   their tenants: first come, first committed (groups of one tenant each made a batch that just missed its tenant's
 //   group wait for every other tenant's group, and, over many tenants, left nothing to group). A group stays within
-//   64 messages, so a large batch never holds up many small ones.
+//   64 messages and 32,768 estimated tokens, so a large batch never holds up many small ones.
 // - Tenants: each batch's statements run with its own tenant set (tenant.ts `tenantSwitch` between batches of two
 //   tenants), so row-level security scopes every statement to the tenant of the batch it belongs to, as in a
 //   transaction of its own. Every statement also names its tenant, so one run under another tenant's setting could
@@ -24,6 +24,7 @@
 //   those is a new transaction (without the others), run at once and retried as SPEC §13.6 says, up to 15 times.
 import { availableParallelism } from 'node:os';
 import type { Kysely } from 'kysely';
+import { estimateMessagesTokensRough } from '../../engine/tokens.js';
 import { type AppendReads, queueAppendReads } from './appendReads.js';
 import {
   APPEND_PLANS,
@@ -54,6 +55,8 @@ export interface AppendGroupsOptions {
   maxGroup?: number;
   /** The most messages a group of several batches holds (a larger batch runs alone). */
   maxGroupMessages?: number;
+  /** The most estimated tokens (SPEC §3) a group of several batches holds (a larger batch runs alone). */
+  maxGroupTokens?: number;
   /** Told the number of batches of each transaction (1: a batch alone), as it starts. */
   onTransaction?: (batches: number) => void;
   /** Told why a group was rolled back, its batches then running alone. */
@@ -75,6 +78,14 @@ export const DEFAULT_MAX_GROUP = 16;
  * large batch (up to 500, contracts/validation.ts) does not make the small ones of its group wait for its rows.
  */
 export const DEFAULT_MAX_GROUP_MESSAGES = 64;
+/**
+ * A group holds batches while it stays within 32,768 estimated tokens (about 128 KB of text): 16 batches of
+ * `bench:load`'s sizes (a question and an answer, about 550 tokens) hold 9,000 on average. What a batch costs
+ * PostgreSQL grows with its text (the search indexes: a 1 MB message of CJK text took 1.7 s to insert, a 590 KB
+ * listing of file names 0.3 s), so one large message in a group would make every other batch of it, of any tenant,
+ * wait that long; alone it makes them wait at most a group of this size.
+ */
+export const DEFAULT_MAX_GROUP_TOKENS = 32_768;
 
 /**
  * As many transactions at once as the machine has cores, within the pool. On 2 cores with PostgreSQL on the same
@@ -91,12 +102,16 @@ interface Job {
   tenantId: string;
   conversationId: string;
   items: readonly AppendItem[];
+  /** Its messages' estimated tokens, once a group weighed it. */
+  tokens?: number;
   options: GroupableOptions;
   resolve: (result: AppendResult) => void;
   reject: (error: unknown) => void;
 }
 
 const conversationKey = (job: Pick<Job, 'tenantId' | 'conversationId'>) => `${job.tenantId}\n${job.conversationId}`;
+
+const tokensOf = (job: Job) => (job.tokens ??= estimateMessagesTokensRough(job.items.map((item) => item.message)));
 
 type Outcome = { appended: AppendInTransaction } | { refused: unknown };
 
@@ -180,6 +195,7 @@ export class AppendGroups {
   private readonly slots: number;
   private readonly maxGroup: number;
   private readonly maxGroupMessages: number;
+  private readonly maxGroupTokens: number;
   private readonly onTransaction: ((batches: number) => void) | undefined;
   private readonly onDissolved: ((reason: DissolvedReason) => void) | undefined;
 
@@ -190,6 +206,7 @@ export class AppendGroups {
     this.slots = Math.max(1, Math.floor(options.slots ?? defaultSlots(options.connections)));
     this.maxGroup = Math.max(1, Math.floor(options.maxGroup ?? DEFAULT_MAX_GROUP));
     this.maxGroupMessages = Math.max(1, Math.floor(options.maxGroupMessages ?? DEFAULT_MAX_GROUP_MESSAGES));
+    this.maxGroupTokens = Math.max(1, Math.floor(options.maxGroupTokens ?? DEFAULT_MAX_GROUP_TOKENS));
     this.onTransaction = options.onTransaction;
     this.onDissolved = options.onDissolved;
   }
@@ -229,18 +246,26 @@ export class AppendGroups {
 
   /**
    * The oldest waiting batches whose conversations have none running, one per conversation, within
-   * `maxGroupMessages` (the first one whatever its size). A batch passed over keeps its place, the oldest of the
-   * next group if it is the oldest left: its conversation's later batches are passed over too, so they stay behind it.
+   * `maxGroupMessages` and `maxGroupTokens` (the first one whatever its size). A batch passed over keeps its place,
+   * the oldest of the next group if it is the oldest left: its conversation's later batches are passed over too, so
+   * they stay behind it. Tokens are estimated only once a second batch is weighed (a batch that starts at once alone
+   * costs no estimate).
    */
   private take(): Job[] {
     const group: Job[] = [];
     const passed = new Set<string>();
     let messages = 0;
+    let tokens: number | undefined;
+    const fits = (job: Job) => {
+      if (group.length === 0) return true;
+      if (messages + job.items.length > this.maxGroupMessages) return false;
+      tokens ??= tokensOf(group[0]!);
+      return tokens + tokensOf(job) <= this.maxGroupTokens;
+    };
     for (let i = 0; i < this.queue.length && group.length < this.maxGroup; ) {
       const job = this.queue[i]!;
       const key = conversationKey(job);
-      const fits = group.length === 0 || messages + job.items.length <= this.maxGroupMessages;
-      if (!fits || this.busy.has(key) || passed.has(key)) {
+      if (this.busy.has(key) || passed.has(key) || !fits(job)) {
         passed.add(key);
         i++;
         continue;
@@ -248,6 +273,7 @@ export class AppendGroups {
       passed.add(key);
       group.push(job);
       messages += job.items.length;
+      if (tokens !== undefined) tokens += tokensOf(job);
       this.queue.splice(i, 1);
     }
     return group;

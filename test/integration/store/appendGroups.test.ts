@@ -7,8 +7,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { estimateMessagesTokensRough } from '../../../engine/tokens.js';
 import type { ChatMessage } from '../../../engine/types.js';
-import { AppendGroups, type DissolvedReason, type GroupableOptions } from '../../../infra/db/appendGroups.js';
+import {
+  AppendGroups,
+  DEFAULT_MAX_GROUP_TOKENS,
+  type DissolvedReason,
+  type GroupableOptions,
+} from '../../../infra/db/appendGroups.js';
 import { createDb } from '../../../infra/db/connect.js';
 import { type AppendResult, appendToConversation } from '../../../infra/db/conversationAppend.js';
 import { getConversation } from '../../../infra/db/conversations.js';
@@ -18,7 +24,7 @@ import { ensureTenant } from '../../../infra/db/tenants.js';
 import { createMetrics } from '../../../infra/metrics/registry.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { countingWrites } from '../../support/harness/socketWrites.js';
-import { assistant, newConversation, user } from './storeFixtures.js';
+import { assistant, newConversation, toolResult, user } from './storeFixtures.js';
 
 let testDb: TestDatabase;
 const A = 'groups-a';
@@ -241,6 +247,38 @@ describe('AppendGroups', () => {
     expect(xmin(large!).size).toBe(1);
     expect([...xmin(a!), ...xmin(c!)]).not.toContain([...xmin(large!)][0]);
     expect(await transcriptOf(A, large!)).toEqual(['l0', 'l1', 'l2', 'l3', 'l4']);
+  });
+
+  it('a group stays within DEFAULT_MAX_GROUP_TOKENS: a batch of one long tool output runs alone, keeping its place', async () => {
+    const sizes: number[] = [];
+    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1, onTransaction: (n) => sizes.push(n) });
+    const tenants = [A, B, A, B];
+    const holder = await newConversation(testDb.db, A);
+    const [a, large, c, d] = await Promise.all(tenants.map((t) => newConversation(testDb.db, t)));
+    // 160 KB of text: about 40,000 estimated tokens, over the cap on its own; the others are a few tokens each.
+    const output = 'lorem ipsum dolor '.repeat(9_000);
+    const first = takeTheSlot(groups, A, holder);
+    const attempts = [
+      groups.append(A, a!, keyed([user('a')], 'a')),
+      groups.append(B, large!, keyed([user('run it'), toolResult('t1', output)], 'l')),
+      groups.append(A, c!, keyed([user('c')], 'c')),
+      groups.append(B, d!, keyed([user('d')], 'd')),
+    ];
+    await first;
+    await Promise.all(attempts);
+    // a, c and d together; the long output, passed over, the oldest left, then alone.
+    expect(sizes).toEqual([1, 3, 1]);
+    const rows = await rowsOf([a!, large!, c!, d!]);
+    const xmin = (conversation: string) =>
+      new Set(rows.filter((r) => r.conversation_id === conversation).map((r) => r.xmin));
+    expect(xmin(a!)).toEqual(xmin(c!));
+    expect(xmin(a!)).toEqual(xmin(d!));
+    expect(xmin(large!).size).toBe(1);
+    expect(xmin(a!)).not.toEqual(xmin(large!));
+    expect(await transcriptOf(B, large!)).toEqual(['run it', output]);
+    // The output alone is over the cap, and the batches together within every other limit of a group.
+    expect(DEFAULT_MAX_GROUP_TOKENS).toBeLessThan(estimateMessagesTokensRough([toolResult('t1', output)]));
+    expect(2 * DEFAULT_MAX_GROUP_TOKENS).toBeGreaterThan(estimateMessagesTokensRough([toolResult('t1', output)]));
   });
 
   it('a conversation whose row another writer holds does not hold up the rest of its group', async () => {
