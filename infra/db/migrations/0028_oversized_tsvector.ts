@@ -10,11 +10,13 @@
 //
 // dc_search_tsv now gives, for every text it could index before, the same tsvector (the stored column is not
 // rewritten, and test/integration/store/indexedText.test.ts compares the definitions), and for a text it could not,
-// the tsvector of the first of its leading halves (half, quarter, …) that fits. The Latin path (§14.5) then finds the
-// message by the words of that part; the CJK path (§14.6) matches the whole text as before. A text of at most
-// SAFE_TSVECTOR_TEXT_BYTES bytes is indexed without the subtransaction that catching the error costs: the densest
-// texts tried (one-letter words, chains of hyphenated or dotted tokens, numbers, URLs, addresses) give the two
-// tsvectors under four bytes per byte of text, and the bound allows eight.
+// the tsvector of the first of its leading halves (half, quarter, …) that fits, without the token the cut ends
+// inside, with a WARNING in the server's log. The Latin path (§14.5) then finds the message by the words of that
+// part; the CJK path (§14.6) matches the whole text as before. A text of at most SAFE_TSVECTOR_TEXT_BYTES bytes is
+// indexed without the subtransaction that catching the error costs: the densest texts tried (one-letter words,
+// chains of hyphenated or dotted tokens, numbers, URLs, addresses) give the two tsvectors under 4.4 bytes of lexemes
+// and positions per byte of text, and the bound allows 8. The function is PARALLEL RESTRICTED: PostgreSQL 15 and 16
+// cannot start a subtransaction in a parallel worker (inserts never compute generated columns in one).
 import { type Kysely, sql } from 'kysely';
 
 /** 1,048,575 bytes (PostgreSQL's MAXSTRPOS) ÷ 8: texts up to this long are indexed without catching the error. */
@@ -23,31 +25,50 @@ export const SAFE_TSVECTOR_TEXT_BYTES = 131_071;
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE OR REPLACE FUNCTION dc_search_tsv(indexed_text text) RETURNS tsvector
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+    LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
     DECLARE
       part text := indexed_text;
+      whole text;
+      torn text;
       chars integer;
       bytes integer;
+      cut boolean := false;
+      result tsvector;
     BEGIN
       LOOP
-        IF octet_length(part) <= ${sql.lit(SAFE_TSVECTOR_TEXT_BYTES)} THEN
-          RETURN to_tsvector('simple'::regconfig, part)
-              || to_tsvector('simple'::regconfig, regexp_replace(part, '[^[:alnum:]]+', ' ', 'g'));
+        IF octet_length(part) IS NULL OR octet_length(part) <= ${sql.lit(SAFE_TSVECTOR_TEXT_BYTES)} THEN
+          result := to_tsvector('simple'::regconfig, part)
+                 || to_tsvector('simple'::regconfig, regexp_replace(part, '[^[:alnum:]]+', ' ', 'g'));
+          EXIT;
         END IF;
         BEGIN
-          RETURN to_tsvector('simple'::regconfig, part)
-              || to_tsvector('simple'::regconfig, regexp_replace(part, '[^[:alnum:]]+', ' ', 'g'));
+          result := to_tsvector('simple'::regconfig, part)
+                 || to_tsvector('simple'::regconfig, regexp_replace(part, '[^[:alnum:]]+', ' ', 'g'));
+          EXIT;
         EXCEPTION WHEN program_limit_exceeded THEN
           -- The leading part of at most half as many bytes: half the characters, fewer while they take more.
-          bytes := octet_length(part) / 2;
-          chars := length(part) / 2;
-          part := left(part, chars);
+          whole := part;
+          bytes := octet_length(whole) / 2;
+          chars := length(whole) / 2;
+          part := left(whole, chars);
           WHILE octet_length(part) > bytes LOOP
             chars := chars * 3 / 4;
-            part := left(part, chars);
+            part := left(whole, chars);
           END LOOP;
+          -- Without the token the cut ends inside (its first characters are no word of the text); only its last
+          -- 2,048 characters are looked at (a longer token is not indexed anyway).
+          IF substr(whole, chars + 1, 1) !~ '\\s' THEN
+            torn := substring(right(part, 2048) from '\\S*$');
+            part := left(part, length(part) - length(torn));
+          END IF;
+          cut := true;
         END;
       END LOOP;
+      IF cut THEN
+        RAISE WARNING 'dc_search_tsv: a text of % bytes is indexed by its first %: its words do not fit in a tsvector',
+          octet_length(indexed_text), octet_length(part);
+      END IF;
+      RETURN result;
     END
     $$`.execute(db);
 }

@@ -73,7 +73,7 @@ describe('content PostgreSQL cannot hold is stored losslessly and given back exa
     await expectAlive(conv, 'lossless');
   });
 
-  it('a tool output of 800 KB of distinct tokens, more words than one tsvector holds: stored whole and searchable', async () => {
+  it('a tool output of 590 KB of distinct tokens, more words than one tsvector holds: stored whole and searchable', async () => {
     const conv = await conversation();
     // 60,000 file names (590 KB): PostgreSQL's tsvector of this text would exceed its 1 MB cap (migrations/0028).
     const listing = Array.from({ length: 60_000 }, (_, i) => `f${i}.ts`).join('\n');
