@@ -256,13 +256,17 @@ export class AppendGroups {
     const passed = new Set<string>();
     let messages = 0;
     let tokens: number | undefined;
-    const fits = (job: Job) => {
-      if (group.length === 0) return true;
-      if (messages + job.items.length > this.maxGroupMessages) return false;
+    /** The group's tokens: its first batch's, estimated once a second one is weighed, then each added one's. */
+    const groupTokens = () => {
       tokens ??= tokensOf(group[0]!);
-      return tokens + tokensOf(job) <= this.maxGroupTokens;
+      return tokens;
     };
+    const fits = (job: Job) =>
+      group.length === 0 ||
+      (messages + job.items.length <= this.maxGroupMessages && groupTokens() + tokensOf(job) <= this.maxGroupTokens);
     for (let i = 0; i < this.queue.length && group.length < this.maxGroup; ) {
+      // Full: no batch would fit (each has a message and some tokens).
+      if (group.length > 0 && (messages >= this.maxGroupMessages || groupTokens() >= this.maxGroupTokens)) break;
       const job = this.queue[i]!;
       const key = conversationKey(job);
       if (this.busy.has(key) || passed.has(key) || !fits(job)) {

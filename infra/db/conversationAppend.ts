@@ -178,8 +178,9 @@ export const refusedBeforeWrites = (error: unknown): boolean =>
  * One append's statements in an open tenant transaction (APPEND_PLANS): the lock travels with the read of the keys
  * and the next position; the insert and the totals are queued, to travel with the transaction's next statement or
  * its COMMIT. What it throws before anything is queued (`refusedBeforeWrites`, or `admit`'s refusal) leaves nothing
- * of the batch to write; once the insert is queued only `settle` and `within` can throw. After the COMMIT, `confirmAppend` checks what the totals' statement wrote.
- * `reads`: its first reads, queued already (appendReads.ts `queueAppendReads`) and sent by the time they are read.
+ * of the batch to write; once the insert is queued only `settle` and `within` can throw. After the COMMIT,
+ * `confirmAppend` checks what the totals' statement wrote. `reads`: its first reads, queued already (appendReads.ts
+ * `queueAppendReads`) and sent by the time they are read.
  */
 export async function appendInTransaction(
   tx: TenantTx,
