@@ -5,6 +5,7 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import { type ActivityDeps, createActivities } from '../../activities/index.js';
 import { type Metrics, timeActivities } from '../../infra/metrics/registry.js';
 import { CONVERSATIONS_TASK_QUEUE } from '../../workflows/ids.js';
+import { bundleWorkflowsInThread } from './workflowBundle.js';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
@@ -19,7 +20,7 @@ export interface CreateWorkerOptions extends ActivityDeps {
   connection: NativeConnection;
   namespace?: string;
   taskQueue?: string;
-  /** A prebuilt bundle (tests build it once per file). */
+  /** A prebuilt bundle (tests build it once per file); without it, the workflows are bundled in a thread. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** How long running activities may finish at shutdown (WORKER_SHUTDOWN_GRACE_SECONDS for the entry points). */
   shutdownGraceTime: NonNullable<WorkerOptions['shutdownGraceTime']>;
@@ -32,7 +33,7 @@ export async function createWorker(options: CreateWorkerOptions): Promise<Worker
     connection: options.connection,
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue ?? CONVERSATIONS_TASK_QUEUE,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    workflowBundle: options.workflowBundle ?? (await bundleWorkflowsInThread(WORKFLOWS_PATH)),
     activities: options.metrics
       ? timeActivities(createActivities(options), options.metrics.phaseDuration)
       : createActivities(options),
