@@ -10,7 +10,8 @@
 //     backends of other databases (other test suites on this machine),
 //   - this benchmark process (the load generator),
 // and sums each process's growth between consecutive samples; "rest of the machine" is /proc/stat's busy time minus
-// all of the above. Shares are in % of one core (this machine has `cores` of them).
+// all of the above. Shares are in % of one core (this machine has `cores` of them). The same samples read the
+// resident memory of the product's node process (VmRSS of /proc/<pid>/status: at the window's end and its highest).
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -120,6 +121,16 @@ function threadsOf(pid: number): Map<string, { group: CpuGroup; stat: ProcStat |
   return threads;
 }
 
+/** Resident memory of a process in bytes (VmRSS of /proc/<pid>/status), or null when it cannot be read. */
+export function residentBytes(pid: number): number | null {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
 /** A row of pg_stat_activity, as far as telling its process's group needs. */
 export interface ActivityRow {
   pid: number;
@@ -153,6 +164,8 @@ export interface CpuReport {
   postgresSampled: boolean;
   /** Bytes the Temporal dev server wrote to storage in the window (/proc/<pid>/io write_bytes: its SQLite state). */
   temporalWrittenBytes: number;
+  /** Resident memory of the product's node process (gateway + worker), at the last sample and the highest sampled. */
+  productResident: { last: number; highest: number } | null;
 }
 
 /** write_bytes of /proc/<pid>/io, or null. */
@@ -174,6 +187,11 @@ export function sampleCpu(options: { rootPid: number | null; db: pg.Pool | null;
   const machineStart = machineTicks();
   let running = true;
   const temporalWrites = new Map<number, { first: number; last: number }>();
+  let productResident: { last: number; highest: number } | null = null;
+  const sampleResident = (pid: number) => {
+    const bytes = residentBytes(pid);
+    if (bytes !== null) productResident = { last: bytes, highest: Math.max(bytes, productResident?.highest ?? 0) };
+  };
 
   const sample = async () => {
     /** What is sampled: a process (key: its pid) or one thread of the product's node process (key: pid/tid). */
@@ -187,6 +205,7 @@ export function sampleCpu(options: { rootPid: number | null; db: pg.Pool | null;
       // A profiled run (--cpu-prof) starts node itself: the root is the product's process, no tsx wrapper above it.
       if (byPid.get(options.rootPid)?.comm === 'node' && !below.some((p) => p.comm === 'node')) {
         for (const [key, unit] of threadsOf(options.rootPid)) units.set(key, unit);
+        sampleResident(options.rootPid);
       } else addProcess(options.rootPid, 'tsx wrapper');
       for (const p of below) {
         if (p.comm === 'temporal') {
@@ -196,8 +215,10 @@ export function sampleCpu(options: { rootPid: number | null; db: pg.Pool | null;
             const seen = temporalWrites.get(p.pid);
             temporalWrites.set(p.pid, { first: seen?.first ?? written, last: written });
           }
-        } else if (p.comm === 'node') for (const [key, unit] of threadsOf(p.pid)) units.set(key, unit);
-        else addProcess(p.pid, 'other dev.ts children');
+        } else if (p.comm === 'node') {
+          for (const [key, unit] of threadsOf(p.pid)) units.set(key, unit);
+          sampleResident(p.pid);
+        } else addProcess(p.pid, 'other dev.ts children');
       }
     }
     addProcess(process.pid, 'bench process (load generator)');
@@ -245,6 +266,7 @@ export function sampleCpu(options: { rootPid: number | null; db: pg.Pool | null;
         machineBusyPercent: totalTicks > 0 ? (100 * (machineEnd.busy - machineStart.busy)) / totalTicks : Number.NaN,
         postgresSampled,
         temporalWrittenBytes: [...temporalWrites.values()].reduce((sum, w) => sum + w.last - w.first, 0),
+        productResident,
       };
     },
   };

@@ -62,6 +62,13 @@ export function cpuRows(report: CpuReport): Row[] {
   if (product > 0) {
     rows.unshift({ measure: '  CPU gateway + worker process (one, as npm start)', figure: share(product) });
   }
+  if (report.productResident) {
+    const mb = (bytes: number) => `${int(bytes / 1_048_576)} MB`;
+    rows.splice(product > 0 ? 1 : 0, 0, {
+      measure: '  memory gateway + worker process: resident at the end / highest sampled',
+      figure: `${mb(report.productResident.last)} / ${mb(report.productResident.highest)}`,
+    });
+  }
   if (report.temporalWrittenBytes > 0) {
     const mb = report.temporalWrittenBytes / 1_048_576;
     rows.push({
