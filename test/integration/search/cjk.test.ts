@@ -2,6 +2,7 @@
 // 1–2-character terms against a brute-force scan, escaping, recency order and the index each path uses.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createDb } from '../../../infra/db/connect.js';
 import { searchMessages, searchRequest, searchTuning } from '../../../infra/db/search/index.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
@@ -194,6 +195,32 @@ describe('indexes (the plans the search builds)', () => {
     expect(conditions(await plan('世界 OR dep'), 'messages_search_trgm')).toContainEqual(
       expect.stringContaining("indexed_text ~~* '%dep%'"),
     );
+  });
+
+  it('the statement that calls the search function is planned once per connection, not per search', async () => {
+    // One connection: its prepared statements are the session's own (pg_prepared_statements).
+    const single = createDb({ connectionString: testDb.url, maxConnections: 1 });
+    try {
+      // One query shape (a 2-character term), other values each time: each search still finds its own rows.
+      for (const [term, name] of [
+        ['桂林', 'guilin'],
+        ['漓江', 'lijiang'],
+        ['广西', 'guangxi'],
+        ['桂林', 'guilin'],
+      ] as const) {
+        expect((await searchMessages(single, T, term)).map((r) => r.id)).toEqual([ids[name]]);
+      }
+      const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
+        SELECT generic_plans, custom_plans FROM pg_prepared_statements
+         WHERE statement LIKE '%FROM dc_search_messages(%'`.execute(single);
+      // Named from its second execution in the process (infra/db/preparedStatements.ts; earlier tests may have run
+      // it): at least three runs on this connection since, all on the plan made once.
+      expect(rows).toHaveLength(1);
+      expect(Number(rows[0]?.custom_plans)).toBe(0);
+      expect(Number(rows[0]?.generic_plans)).toBeGreaterThanOrEqual(3);
+    } finally {
+      await single.destroy();
+    }
   });
 });
 
