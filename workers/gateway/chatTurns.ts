@@ -34,7 +34,15 @@ import { ChatUnavailableError, InvalidRequestError } from './errors.js';
 import { statusOf, turnIdOf } from './logView.js';
 import { TranscriptCache } from './transcriptCache.js';
 import { TurnQueue } from './turnQueue.js';
-import { RulesMovedError, type RulesWait, rulesWait, type TurnWaits, waitRules, waitsLonger } from './turnWaits.js';
+import {
+  DEFAULT_TURN_WAITS,
+  RulesMovedError,
+  type RulesWait,
+  rulesWait,
+  type TurnWaits,
+  waitRules,
+  waitsLonger,
+} from './turnWaits.js';
 
 export interface ChatTurnReply extends Omit<TurnResult, 'replyMessageId'> {
   reply: ChatMessage;
@@ -107,7 +115,10 @@ export class ChatTurns {
     options: { waits?: TurnWaits; metrics?: TurnMetrics; relay?: TurnTextListener } = {},
   ) {
     const waits = options.waits ?? {};
-    this.waits = { unknownMs: waits.unknownMs ?? 250, judgedMs: waits.judgedMs ?? 100 };
+    this.waits = {
+      unknownMs: waits.unknownMs ?? DEFAULT_TURN_WAITS.unknownMs,
+      judgedMs: waits.judgedMs ?? DEFAULT_TURN_WAITS.judgedMs,
+    };
     this.metrics = options.metrics;
     this.relay = options.relay;
   }
