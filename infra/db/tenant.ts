@@ -25,6 +25,14 @@ export interface TenantOptions {
    * The transaction's statements are probes by key whose best plan does not depend on the values: each prepared
    * statement is planned once per connection (`plan_cache_mode = force_generic_plan` for this transaction), not for
    * every execution as the pool's default (infra/db/connect.ts) has it. `CUSTOM_PLANS` switches back mid-transaction.
+   *
+   * A plan made once is made with the statistics of that moment, and kept until an ANALYZE of its tables: made while
+   * a table is still small (before its first ANALYZE), a probe by primary key can tie with another index led by the
+   * tenant and read every row of the tenant on each execution until then. Measured: the conversation-row and
+   * status reads planned this way cost bench:load 23 % of its ingest (1,435 → 1,105 msg/s, PostgreSQL 1.7 → 2.2 ms
+   * per batch), so they are planned for their values. The append's own statements (APPEND_PLANS) share the risk
+   * in a new deployment until autovacuum's first ANALYZE of conversations and sessions (after 50 rows, within a
+   * minute), which makes every connection plan them again.
    */
   genericPlans?: boolean;
 }
