@@ -44,6 +44,14 @@ const program = new Command('bench:load')
     'how long to wait for every conversation to apply everything (default: max(300, 3 × --seconds))',
     positive('--drain-timeout'),
   )
+  .option(
+    '--offered-rate <n>',
+    'after the closed loop: batches due at this many messages a second, open loop (latency at a load)',
+    positive('--offered-rate'),
+    1000,
+  )
+  .option('--offered-seconds <n>', 'duration of the open-loop phase', positive('--offered-seconds'), 20)
+  .option('--no-offered', 'skip the open-loop phase')
   .option('--no-limit', 'skip the physical-limit run')
   .option('--limit-seconds <n>', 'physical-limit duration (default: --seconds)', positive('--limit-seconds'))
   .option('--chat', 'chat mode: turns with respond: true against fake OpenAI servers')
@@ -85,6 +93,9 @@ export type LoadOptions = {
   timeoutMs: number;
   pollMs: number;
   drainTimeout?: number;
+  offeredRate: number;
+  offeredSeconds: number;
+  offered: boolean;
   limit: boolean;
   limitSeconds?: number;
   chat?: boolean;

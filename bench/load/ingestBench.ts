@@ -1,21 +1,22 @@
-// The ingest scenario: tenants and conversations over HTTP (creation rate), sustained ingest with status reads and
-// CPU sampling, the wait until every conversation applied everything (processing lag), the row count, then the
-// physical limit with the same rows (a batch per transaction, then GROUPED_LIMIT per transaction); the table with the
-// issue's goals is ingestReport.ts's.
+// The ingest scenario: tenants and conversations over HTTP (creation rate), sustained ingest in a closed loop with
+// status reads and CPU sampling, the wait until every conversation applied everything (processing lag), the status
+// bursts, then batches due at the goal's rate in an open loop (the latency at a load) and its drain, the row count of
+// both, then the physical limit with the same rows (a batch per transaction, then GROUPED_LIMIT per transaction);
+// the table with the issue's goals is ingestReport.ts's.
 import { randomBytes } from 'node:crypto';
 import type { LoadOptions } from '../load.js';
 import { appendTransactions, describeSpan } from './appendTransactions.js';
 import { AppliedTracker, drain, type Poller, pollApplied, pollAppliedOverHttp } from './applied.js';
 import { type CpuReport, sampleCpu } from './cpu.js';
 import { JsonHttp } from './http.js';
-import { runIngest, statusBurst, statusReads } from './ingest.js';
-import { reportIngest } from './ingestReport.js';
+import { type IngestObserver, type IngestTarget, runIngest, runOffered, statusBurst, statusReads } from './ingest.js';
+import { type OfferedFigures, reportIngest } from './ingestReport.js';
 import { countInPostgres, countOverHttp } from './integrity.js';
 import { GROUPED_LIMIT, type LimitResult, measureLimit } from './limit.js';
 import { ConversationScript, type ScriptOptions } from './messages.js';
 import { samplePostgresWaits } from './pgWaits.js';
 import { int, loadAverage } from './report.js';
-import { createConversations, createTenants } from './setup.js';
+import { type BenchConversation, createConversations, createTenants } from './setup.js';
 import type { Stack } from './stack.js';
 
 /** Threshold of the default 200,000-token model under the default policy (SPEC §5.6), when the status has none. */
@@ -24,6 +25,58 @@ const DEFAULT_THRESHOLD_TOKENS = 150_000;
 export interface Logs {
   log: (line: string) => void;
   progress: (line: string) => void;
+}
+
+/** Tallies every accepted batch into the lag tracker and the keys the row count checks. */
+function recordInto(tracker: AppliedTracker, acceptedKeys: Map<string, string[]>): IngestObserver {
+  return {
+    accepted: (conversation, batch, at, stored) => {
+      tracker.accepted(conversation, at, stored);
+      const keys = acceptedKeys.get(conversation.id) ?? [];
+      keys.push(...batch.keys);
+      acceptedKeys.set(conversation.id, keys);
+    },
+    failed: (conversation) => tracker.failed(conversation),
+  };
+}
+
+interface OfferedContext {
+  http: JsonHttp;
+  readsHttp: JsonHttp;
+  conversations: BenchConversation[];
+  targets: IngestTarget[];
+  tracker: AppliedTracker;
+  acceptedKeys: Map<string, string[]>;
+  stack: Stack;
+}
+
+/**
+ * Once the closed loop is drained: batches due at `--offered-rate` messages a second for `--offered-seconds` over the
+ * same conversations and connections (open loop), with the status reads and CPU sampling of the closed loop, then
+ * the wait until everything is applied again. Its rows land in the same row count.
+ */
+async function runOfferedPhase(options: LoadOptions, c: OfferedContext, logs: Logs): Promise<OfferedFigures> {
+  const lagsBefore = c.tracker.lags.length;
+  const messagesPerBatch = 2;
+  logs.progress(
+    `open loop: ${int(options.offeredRate)} messages a second due for ${options.offeredSeconds} s over ` +
+      `${Math.round(options.clients)} connections…`,
+  );
+  const cpu = sampleCpu({ rootPid: c.stack.rootPid, db: c.stack.db, database: c.stack.databaseName });
+  const reads = statusReads(c.readsHttp, c.conversations, options.statusRate, options.statusTimeoutMs);
+  const ingest = await runOffered({
+    http: c.http,
+    targets: c.targets,
+    batchesPerSecond: options.offeredRate / messagesPerBatch,
+    seconds: options.offeredSeconds,
+    timeoutMs: options.timeoutMs,
+    retries: 3,
+    observer: recordInto(c.tracker, c.acceptedKeys),
+  });
+  await reads.stop();
+  const cpuReport = await cpu.stop();
+  const drainSeconds = await drain(c.tracker, Math.max(300, options.offeredSeconds * 3) * 1000);
+  return { ingest, reads, cpu: cpuReport, lags: c.tracker.lags.slice(lagsBefore), lagsBefore, drainSeconds };
 }
 
 export async function runIngestBench(options: LoadOptions, stack: Stack, logs: Logs): Promise<void> {
@@ -73,15 +126,7 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
     seconds: options.seconds,
     timeoutMs: options.timeoutMs,
     retries: 3,
-    observer: {
-      accepted: (conversation, batch, at, stored) => {
-        tracker.accepted(conversation, at, stored);
-        const keys = acceptedKeys.get(conversation.id) ?? [];
-        keys.push(...batch.keys);
-        acceptedKeys.set(conversation.id, keys);
-      },
-      failed: (conversation) => tracker.failed(conversation),
-    },
+    observer: recordInto(tracker, acceptedKeys),
     onSecond: (second, so) => {
       if (second % 5 !== 0 || second === 0) return;
       const last = so.perSecond.slice(lastReported, second).reduce((a, b) => a + (b ?? 0), 0);
@@ -109,6 +154,9 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
   // Again by as many new clients, each first read opening a connection: printed without a goal (right after the
   // load, 32 connections opened at once cost the first reads 40–90 ms here; a plain Node HTTP server 7–24 ms).
   const newClientReads = await statusBurst(newClientsHttp, conversations, clients, options.statusTimeoutMs);
+  const offered = options.offered
+    ? await runOfferedPhase(options, { http, readsHttp, conversations, targets, tracker, acceptedKeys, stack }, logs)
+    : null;
   await poller.stop();
   const polls = poller.polls();
 
@@ -165,8 +213,9 @@ export async function runIngestBench(options: LoadOptions, stack: Stack, logs: L
       reads,
       drainReads,
       newClientReads,
-      lags: tracker.lags,
+      lags: offered ? tracker.lags.slice(0, offered.lagsBefore) : tracker.lags,
       drainSeconds,
+      offered,
       unapplied: tracker.unappliedBatches(),
       uncertain: tracker.uncertainConversations(),
       poller: {

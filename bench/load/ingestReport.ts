@@ -4,13 +4,14 @@ import { availableParallelism } from 'node:os';
 import type { LoadOptions } from '../load.js';
 import { beforeFigures } from './before.js';
 import type { CpuReport } from './cpu.js';
-import type { IngestResult, StatusReads } from './ingest.js';
+import type { IngestResult, OfferedResult, StatusReads } from './ingest.js';
 import type { IntegrityReport } from './integrity.js';
 import { GROUPED_LIMIT, type LimitResult } from './limit.js';
 import { type PostgresWaits, postgresWaitRows } from './pgWaits.js';
 import {
   cpuPerBatchRows,
   cpuRows,
+  cpuSummary,
   int,
   latencies,
   loadAverage,
@@ -22,6 +23,17 @@ import {
 import type { Creation } from './setup.js';
 import { summarize } from './stats.js';
 
+/** The open-loop phase (ingestBench.ts runOfferedPhase): batches due at a fixed rate. */
+export interface OfferedFigures {
+  ingest: OfferedResult;
+  reads: StatusReads;
+  cpu: CpuReport;
+  lags: number[];
+  /** How many lags the closed loop recorded before this phase. */
+  lagsBefore: number;
+  drainSeconds: number | null;
+}
+
 /** What one ingest run measured (ingestBench.ts). */
 export interface IngestFigures {
   creation: Creation;
@@ -32,6 +44,8 @@ export interface IngestFigures {
   newClientReads: StatusReads;
   lags: number[];
   drainSeconds: number | null;
+  /** null: skipped (--no-offered). */
+  offered: OfferedFigures | null;
   unapplied: number;
   uncertain: number;
   poller: { method: string; count: number; meanMs: number };
@@ -47,6 +61,44 @@ export interface IngestFigures {
   loadStart: string;
   /** The gateway's append transactions during the load (appendTransactions.ts). */
   transactions: string;
+}
+
+/** The rows of the open-loop phase: what was due against what was accepted, and the latencies at that load. */
+function offeredRows(options: LoadOptions, o: OfferedFigures): Row[] {
+  const rate = perSecond(o.ingest.acceptedMessages, o.ingest.seconds);
+  const accept = summarize(o.ingest.latencies);
+  const status = summarize(o.reads.latencies);
+  const lag = summarize(o.lags);
+  const errors = o.ingest.outcomes.total() - o.ingest.acceptedBatches;
+  return [
+    {
+      measure: `open loop: ${int(options.offeredRate)} msg/s due for ${options.offeredSeconds} s, accepted`,
+      figure:
+        `${int(rate)} msg/s, ${o.ingest.outcomes}` +
+        (o.ingest.lateForConversation > 0 ? `, ${o.ingest.lateForConversation} waited for a conversation` : ''),
+      goal: 'keeps up, no errors',
+      met: errors === 0 && o.ingest.failedBatches === 0 && rate >= 0.97 * options.offeredRate,
+    },
+    {
+      measure: '  accept latency p50 / p95 / p99 (from when due)',
+      figure: latencies(accept),
+      goal: 'p99 ≤ 100 ms',
+      met: accept.p99 <= 100,
+    },
+    {
+      measure: '  status read p50 / p99',
+      figure: `${latencies(status, ['p50', 'p99'])}, ${o.reads.timeouts} timeouts / ${o.reads.outcomes.total()}`,
+      goal: 'p99 ≤ 50 ms, never a timeout',
+      met: status.p99 <= 50 && o.reads.failures === 0,
+    },
+    {
+      measure: '  processing lag p50 / p99 (max); drained',
+      figure:
+        `${latencies(lag, ['p50', 'p99'])} (${ms(lag.max)}); ` +
+        (o.drainSeconds === null ? 'NOT within the drain timeout' : `${o.drainSeconds.toFixed(1)} s after`),
+    },
+    { measure: '  CPU', figure: cpuSummary(o.cpu) },
+  ];
 }
 
 /** The table of the ingest run, the goals beside it, and what the run noticed. */
@@ -74,7 +126,7 @@ export function reportIngest(options: LoadOptions, f: IngestFigures, log: (line:
       met: rate >= 1000,
     },
     {
-      measure: 'accept latency p50 / p95 / p99',
+      measure: 'accept latency p50 / p95 / p99 (closed loop)',
       figure: latencies(accept),
       before: before.acceptLatency,
       goal: 'p99 ≤ 100 ms',
@@ -129,6 +181,7 @@ export function reportIngest(options: LoadOptions, f: IngestFigures, log: (line:
       measure: 'the same once drained, by new clients (new connections)',
       figure: `${latencies(newClientStatus, ['p50', 'p99'])}, ${f.newClientReads.timeouts} timeouts / ${f.newClientReads.outcomes.total()}`,
     },
+    ...(f.offered ? offeredRows(options, f.offered) : []),
     {
       measure: 'rows lost / duplicated',
       figure: `${f.integrity.lost} / ${f.integrity.duplicated} of ${int(f.integrity.expected)} (${f.integrity.outOfOrder} conv. out of order)`,

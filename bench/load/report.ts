@@ -122,6 +122,16 @@ export function cpuPerBatchRows(
   return rows;
 }
 
+/** One line of a report's CPU: the product's process, PostgreSQL, the Temporal dev server, the whole machine. */
+export function cpuSummary(report: CpuReport): string {
+  const share = (seconds: number) => `${((100 * seconds) / report.seconds).toFixed(0)} %`;
+  return (
+    `gateway + worker ${share(productSeconds(report))}, PostgreSQL ${share(postgresSeconds(report))}, ` +
+    `Temporal ${share(report.groups.get('Temporal dev server') ?? 0)} of a core; ` +
+    `machine ${report.machineBusyPercent.toFixed(0)} % of ${report.cores} cores`
+  );
+}
+
 export const loadAverage = () =>
   loadavg()
     .map((v) => v.toFixed(2))
