@@ -137,7 +137,7 @@ export interface AppendOptions {
   within?: (tx: TenantTx, result: AppendResult) => Promise<void>;
   /**
    * Runs on the conversation's row as locked, before anything is written: what it throws rolls the append back (a
-   * chat turn that finds the workflow's rules moved since it read them, workers/gateway/chatTurns.ts).
+   * chat turn that finds the workflow's rules not current for it, workers/gateway/chatTurns.ts).
    */
   admit?: (head: ConversationRow) => void;
   /**

@@ -36,12 +36,11 @@ import { TranscriptCache } from './transcriptCache.js';
 import { TurnQueue } from './turnQueue.js';
 import {
   DEFAULT_TURN_WAITS,
-  RulesMovedError,
+  RulesNotCurrentError,
   type RulesWait,
   rulesWait,
   type TurnWaits,
   waitRules,
-  waitsLonger,
 } from './turnWaits.js';
 
 export interface ChatTurnReply extends Omit<TurnResult, 'replyMessageId'> {
@@ -57,7 +56,6 @@ export interface TurnHost {
   readonly readDb: Kysely<Database>;
   readonly temporal: ConversationClient;
   chatProblem(row: ConversationRow): string | null;
-  require(tenantId: string, conversationId: string): Promise<ConversationRow>;
   ensureWorkflow(tenantId: string, row: ConversationRow): Promise<void>;
   append(
     tenantId: string,
@@ -150,12 +148,9 @@ export class ChatTurns {
     trace: TurnTrace,
   ): Promise<ChatTurnReply> {
     // The turn takes its place in the conversation's queue as it arrives, before anything it awaits.
-    const { outcome, answered } = await this.queue.run(`${tenantId}\n${conversationId}`, async () => {
-      const row = await this.host.require(tenantId, conversationId);
-      const unavailable = this.host.chatProblem(row);
-      if (unavailable) throw new ChatUnavailableError(unavailable);
-      return this.run(tenantId, conversationId, row, turnId, request, trace);
-    });
+    const { outcome, answered } = await this.queue.run(`${tenantId}\n${conversationId}`, () =>
+      this.run(tenantId, conversationId, turnId, request, trace),
+    );
     if (answered) {
       // Stored here: the reply as it reads back, the status from the row its statement wrote.
       const turn: TurnResult = { ...outcome, status: statusOf(tenantId, answered.head) };
@@ -199,30 +194,32 @@ export class ChatTurns {
   private async run(
     tenantId: string,
     conversationId: string,
-    row: ConversationRow,
     turnId: string,
     request: ChatRequest,
     trace: TurnTrace,
   ): Promise<RunOutcome> {
     const messages = { messages: request.messages };
     const { runner, host } = this;
-    const wait = runner ? rulesWait(row, this.waits) : null;
-    if (wait) await this.waitRules(tenantId, conversationId, wait);
     const options = { loud: !runner, turnId, direct: !!runner, transcripts: this.transcripts };
-    // The rules are checked again under the append's lock: moved since the turn read its row (a notification, a
-    // compaction's settlement) so that they call for a longer kind of wait than it had, nothing is stored and the
-    // turn waits as it would have, once.
+    // The conversation's row is judged as the append locks it, before anything is written (no read of its own: a
+    // round trip per turn): a conversation its provider cannot serve is refused; when the workflow's rules are not
+    // current for the turn (rulesWait), nothing is stored and the turn waits for them, once, then appends again.
+    const available = (head: ConversationRow) => {
+      const unavailable = host.chatProblem(head);
+      if (unavailable) throw new ChatUnavailableError(unavailable);
+    };
     const admit = (head: ConversationRow) => {
-      const due = rulesWait(head, this.waits);
-      if (due && waitsLonger(due, wait)) throw new RulesMovedError(due);
+      available(head);
+      const due = runner ? rulesWait(head, this.waits) : null;
+      if (due) throw new RulesNotCurrentError(due);
     };
     let appended: AppendDecided;
     try {
-      appended = await host.append(tenantId, conversationId, messages, { ...options, ...(runner ? { admit } : {}) });
+      appended = await host.append(tenantId, conversationId, messages, { ...options, admit });
     } catch (err) {
-      if (!(err instanceof RulesMovedError)) throw err;
+      if (!(err instanceof RulesNotCurrentError)) throw err;
       await this.waitRules(tenantId, conversationId, err.wait);
-      appended = await host.append(tenantId, conversationId, messages, options);
+      appended = await host.append(tenantId, conversationId, messages, { ...options, admit: available });
     }
     const { observer } = request;
     observer?.accepted();
@@ -287,7 +284,7 @@ export class ChatTurns {
       appended = await host.append(tenantId, conversationId, messages, { loud: true, turnId });
       if (appended.turn?.messageId != null) return this.storedBefore(turnId, appended.turn, trace);
     }
-    await host.ensureWorkflow(tenantId, row);
+    await host.ensureWorkflow(tenantId, appended.head);
     this.count('workflow', trace);
     const unlisten = await this.listen(turnId, observer);
     try {

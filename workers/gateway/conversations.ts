@@ -154,7 +154,7 @@ export class Conversations {
   }
 
   async require(tenantId: string, conversationId: string): Promise<ConversationRow> {
-    const row = await getConversation(this.options.readDb ?? this.db, tenantId, conversationId);
+    const row = await getConversation(this.readDb, tenantId, conversationId);
     if (!row) throw new ConversationNotFoundError(conversationId);
     return row;
   }
@@ -239,7 +239,7 @@ export class Conversations {
 
   /** The published status, from PostgreSQL (never the worker). */
   async status(tenantId: string, conversationId: string): Promise<PublishedStatus> {
-    const row = await getConversationStatus(this.options.readDb ?? this.db, tenantId, conversationId);
+    const row = await getConversationStatus(this.readDb, tenantId, conversationId);
     if (!row) throw new ConversationNotFoundError(conversationId);
     return statusOf(tenantId, row);
   }
@@ -251,7 +251,7 @@ export class Conversations {
   async sync(tenantId: string, conversationId: string, timeoutMs = this.waitTimeoutMs): Promise<PublishedStatus> {
     const row = await this.require(tenantId, conversationId);
     await this.ensureWorkflow(tenantId, row);
-    const applied = await waitApplied(this.options.readDb ?? this.db, tenantId, conversationId, row.batch_seq, {
+    const applied = await waitApplied(this.readDb, tenantId, conversationId, row.batch_seq, {
       timeoutMs,
     });
     if (!applied || applied.state === null) {

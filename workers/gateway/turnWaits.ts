@@ -81,23 +81,13 @@ export async function waitRules(
   return true;
 }
 
-const RANK: Record<WaitStanding, number> = { judged: 1, unknown: 2 };
-
 /**
- * Whether `due` is a longer kind of wait than `had` (none, then judged, then unknown): a turn whose rules moved that
- * way since it read its row (RulesMovedError).
+ * Under the append's lock, the rules are not current for the turn (rulesWait): nothing was stored; the turn waits
+ * for them (`wait`), then appends again (workers/gateway/chatTurns.ts).
  */
-export function waitsLonger(due: RulesWait, had: RulesWait | null): boolean {
-  return RANK[due.standing] > (had ? RANK[had.standing] : 0);
-}
-
-/**
- * Under the append's lock, the rules call for a longer kind of wait than the turn had (waitsLonger): nothing was
- * stored; the turn waits as it would have (`wait`), then appends again.
- */
-export class RulesMovedError extends Error {
+export class RulesNotCurrentError extends Error {
   constructor(readonly wait: RulesWait) {
-    super("the workflow's rules moved before the turn's append");
-    this.name = 'RulesMovedError';
+    super("the workflow's rules are not current for the turn's append");
+    this.name = 'RulesNotCurrentError';
   }
 }

@@ -3,9 +3,9 @@
 // own batches would then be notified too, leaving the next turn's rules stale again — back-to-back turns would keep
 // notifying. It waits (bounded, TurnWaits.judgedMs; lengthened here so the test does not race the workflow) for
 // the next rules instead, and its batches are quiet. Rules voided without a batch (a background compaction's
-// settlement opens a new epoch before the workflow republishes) are waited for the same way (TurnWaits.unknownMs),
-// also when they move between the turn's read of its row and its append. Real services, the real `openai` client
-// and the fake server.
+// settlement opens a new epoch before the workflow republishes) are waited for the same way (TurnWaits.unknownMs).
+// The rules are judged as the turn's append locks the row (the turn reads nothing before it). Real services, the
+// real `openai` client and the fake server.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { respondDepsFrom } from '../../../activities/respond.js';
@@ -182,30 +182,50 @@ describe('a chat turn after a notified reply', () => {
     expect(status.appliedSeq).toBe(status.batchSeq);
   });
 
-  it('rolls a turn back whose rules moved between its read and its append, waits, and runs quiet once', async () => {
-    const { t, conv, row: seen } = await conversationWithRules();
-    // The turn's read of its row happened before the settlement voided the rules: a gateway reading the row as the
-    // workflow opens its notification.
-    const host: TurnHost = Object.assign(Object.create(stack.client) as TurnHost, {
-      require: async () => seen,
+  it('judges the rules under the append’s lock: rolls a turn back whose rules are not current, waits, runs quiet once', async () => {
+    const { t, conv } = await conversationWithRules();
+    // The turn reads nothing before its append: every read the host's read pool serves is recorded.
+    const reads: string[] = [];
+    const readDb = new Proxy(stack.client.readDb, {
+      get(target, property) {
+        reads.push(String(property));
+        const value = Reflect.get(target, property);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
     });
+    const host = Object.create(stack.client, { readDb: { value: readDb } }) as TurnHost;
     const own = createMetrics({ defaultMetrics: false });
     const turns = new ChatTurns(host, createTurnRunner({ ...respondDepsFrom(llm), db: testDb.db }), {
       waits: { judgedMs: 10_000, unknownMs: 10_000 },
       metrics: own,
     });
+    openai.enqueue(reply('quiet, nothing read'));
+    const quiet = await turns.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'v2') });
+    expect(quiet.reply.content).toBe('quiet, nothing read');
+    expect(reads).toEqual([]);
+
+    // A settlement voids the rules between turns: the next turn's append finds them not current under its lock.
     await openNotification(testDb.db, t, conv);
     const republished = republishIn(t, conv, 300);
-    openai.enqueue(reply('quiet after the move'));
-    const turn = await turns.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'v2') });
+    openai.enqueue(reply('quiet after the settlement'));
+    const turn = await turns.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'three?' }], 'v3') });
     expect(republished.state.published).toBe(true);
     await republished.done;
-    expect(turn.reply.content).toBe('quiet after the move');
-    expect(await countedIn(own, 'dctx_chat_turns_total')).toEqual({ gateway_quiet: 1 });
+    expect(turn.reply.content).toBe('quiet after the settlement');
+    expect(reads.length).toBeGreaterThan(0); // the wait reads the row
+    expect(await countedIn(own, 'dctx_chat_turns_total')).toEqual({ gateway_quiet: 2 });
     expect((await countedIn(own, 'dctx_chat_turn_rules_wait_seconds'))['unknown:count']).toBe(1);
-    // The rolled-back append left nothing behind: the question and the reply once each, in order.
+    // The rolled-back append left nothing behind: each question and reply once, in order.
     const rows = await allRows(testDb.db, t);
-    expect(rows.map((r) => r.content)).toEqual(['You are terse.', 'one?', 'first', 'two?', 'quiet after the move']);
+    expect(rows.map((r) => r.content)).toEqual([
+      'You are terse.',
+      'one?',
+      'first',
+      'two?',
+      'quiet, nothing read',
+      'three?',
+      'quiet after the settlement',
+    ]);
     const status = await stack.client.status(t, conv);
     expect(status.appliedSeq).toBe(status.batchSeq);
   });

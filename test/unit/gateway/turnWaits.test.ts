@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { QuietRules } from '../../../engine/quietBatches.js';
 import type { ConversationRow } from '../../../infra/db/schema.js';
-import { rulesWait, waitsLonger } from '../../../workers/gateway/turnWaits.js';
+import { rulesWait } from '../../../workers/gateway/turnWaits.js';
 
 const WAITS = { judgedMs: 100, unknownMs: 250 };
 
@@ -45,16 +45,5 @@ describe('the wait for the rules', () => {
     });
     // A wait of 0 ms is none.
     expect(rulesWait(judged, { ...WAITS, judgedMs: 0 })).toBeNull();
-  });
-
-  it('is waited again after a move under the lock only when it is a longer kind than the turn had', () => {
-    const judged = { ms: 100, standing: 'judged' } as const;
-    const unknown = { ms: 250, standing: 'unknown' } as const;
-    expect(waitsLonger(judged, null)).toBe(true);
-    expect(waitsLonger(unknown, null)).toBe(true);
-    expect(waitsLonger(unknown, judged)).toBe(true);
-    expect(waitsLonger(judged, judged)).toBe(false);
-    expect(waitsLonger(unknown, unknown)).toBe(false);
-    expect(waitsLonger(judged, unknown)).toBe(false);
   });
 });
