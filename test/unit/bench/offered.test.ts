@@ -59,22 +59,22 @@ function targets(count: number): IngestTarget[] {
   });
 }
 
-const observer = { accepted: () => {}, failed: () => {} };
+/** `seconds` of batches due at `batchesPerSecond` over `conversations`, through at most `sockets` connections. */
+async function offer(url: string, sockets: number, conversations: number, batchesPerSecond: number, seconds: number) {
+  const client = new JsonHttp(url, sockets);
+  try {
+    const observer = { accepted: () => {}, failed: () => {} };
+    const common = { timeoutMs: 10_000, retries: 0, observer };
+    return await runOffered({ http: client, targets: targets(conversations), batchesPerSecond, seconds, ...common });
+  } finally {
+    client.close();
+  }
+}
 
 describe('bench:load open loop', () => {
   it('counts a batch from when it was due, so the wait for a connection is in its latency', async () => {
     const { url, seen } = await slowServer(40);
-    const client = new JsonHttp(url, 1);
-    const result = await runOffered({
-      http: client,
-      targets: targets(50),
-      batchesPerSecond: 100,
-      seconds: 0.2,
-      timeoutMs: 10_000,
-      retries: 0,
-      observer,
-    });
-    client.close();
+    const result = await offer(url, 1, 50, 100, 0.2);
     // 20 batches due within 0.2 s over one connection answering in 40 ms: the last waits behind 19 others.
     expect(seen).toHaveLength(20);
     expect(result.acceptedBatches).toBe(20);
@@ -88,17 +88,7 @@ describe('bench:load open loop', () => {
 
   it('keeps one request in flight per conversation, its batches in order, and says when one had to wait', async () => {
     const { url, seen } = await slowServer(30);
-    const client = new JsonHttp(url, 8);
-    const result = await runOffered({
-      http: client,
-      targets: targets(2),
-      batchesPerSecond: 200,
-      seconds: 0.1,
-      timeoutMs: 10_000,
-      retries: 0,
-      observer,
-    });
-    client.close();
+    const result = await offer(url, 8, 2, 200, 0.1);
     expect(result.acceptedBatches).toBe(20);
     expect(result.lateForConversation).toBe(18);
     expect(Math.max(...seen.map((s) => s.inFlightForConversation))).toBe(1);
