@@ -197,27 +197,26 @@ describe('indexes (the plans the search builds)', () => {
     );
   });
 
-  it('the statement that calls the search function is planned once per connection, not per search', async () => {
-    // One connection: its prepared statements are the session's own (pg_prepared_statements).
+  it('a search is one statement of its own: its tenant and read-only settings end with it', async () => {
+    // One connection, so the reads after each search see what the search left on it.
     const single = createDb({ connectionString: testDb.url, maxConnections: 1 });
     try {
-      // One query shape (a 2-character term), other values each time: each search still finds its own rows.
-      for (const [term, name] of [
-        ['桂林', 'guilin'],
-        ['漓江', 'lijiang'],
-        ['广西', 'guangxi'],
-        ['桂林', 'guilin'],
+      for (const [tenant, term, expected] of [
+        [T, '桂林', [ids.guilin]],
+        [OTHER, '桂林', []],
+        [T, '漓江', [ids.lijiang]],
       ] as const) {
-        expect((await searchMessages(single, T, term)).map((r) => r.id)).toEqual([ids[name]]);
+        expect((await searchMessages(single, tenant, term)).map((r) => r.id)).toEqual(expected);
+        const { rows } = await sql<{ tenant: string | null; readOnly: string }>`
+          SELECT current_setting('app.tenant_id', true) AS tenant,
+                 current_setting('transaction_read_only') AS "readOnly"`.execute(single);
+        expect(rows[0]?.tenant ?? '').toBe('');
+        expect(rows[0]?.readOnly).toBe('off');
       }
-      const { rows } = await sql<{ generic_plans: string; custom_plans: string }>`
-        SELECT generic_plans, custom_plans FROM pg_prepared_statements
-         WHERE statement LIKE '%FROM dc_search_messages(%'`.execute(single);
-      // Named from its second execution in the process (infra/db/preparedStatements.ts; earlier tests may have run
-      // it): at least three runs on this connection since, all on the plan made once.
-      expect(rows).toHaveLength(1);
-      expect(Number(rows[0]?.custom_plans)).toBe(0);
-      expect(Number(rows[0]?.generic_plans)).toBeGreaterThanOrEqual(3);
+      // In a transaction the settings would outlive the statement: refused before anything is sent.
+      await expect(single.transaction().execute((tx) => searchMessages(tx, T, '桂林'))).rejects.toThrow(
+        /statement of its own/,
+      );
     } finally {
       await single.destroy();
     }
