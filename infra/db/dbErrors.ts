@@ -2,7 +2,7 @@
 // constraint or a limit refused it) must not be retried — retrying it forever wedged conversations — and an outage
 // (connection refused or lost, server shutting down) is answered 503 with Retry-After, never 500.
 import { isStalePreparedStatement } from './preparedStatements.js';
-import { sqlState } from './writeRetry.js';
+import { isRetryableWriteError, sqlState } from './writeRetry.js';
 
 /** Names of the SQLSTATEs a refused write most often carries (for messages without the offending value). */
 const CONDITION_NAMES: Readonly<Record<string, string>> = {
@@ -75,6 +75,19 @@ export function classifyDbError(error: unknown): DbErrorKind | null {
   if (error instanceof Error && NETWORK_MESSAGES.test(error.message)) return 'unavailable';
   return null;
 }
+
+/**
+ * An outage (`unavailable`), or a transient failure a retry may not outlast: serialization failure, deadlock, lock
+ * timeout (SPEC §13.6's retries exhausted) or a statement cancelled (statement_timeout). Answered 503 with
+ * Retry-After by the gateway, never 500.
+ */
+export function isDatabaseOutage(error: unknown): boolean {
+  if (classifyDbError(error) === 'unavailable' || isRetryableWriteError(error)) return true;
+  return sqlState(error) === QUERY_CANCELED;
+}
+
+/** query_canceled: a statement_timeout (or a cancel request) ended the statement. */
+const QUERY_CANCELED = '57014';
 
 /**
  * A message for a refused write that names the condition but never quotes the data (PostgreSQL's own message may

@@ -8,6 +8,7 @@ import type { CacheRecovery, TurnOutcome } from '../../contracts/conversation.js
 import type { StoredBatch } from '../../contracts/conversationLog.js';
 import type { ChatMessage } from '../../engine/index.js';
 import { foldQuiet } from '../../engine/index.js';
+import { isDatabaseOutage } from '../../infra/db/dbErrors.js';
 import { toStoredMessage } from '../../infra/db/messageRows.js';
 import type { StoredMessage } from '../../infra/db/messages.js';
 import { decideNotification, type NotifyDecision } from '../../infra/db/quietBatches.js';
@@ -74,6 +75,9 @@ export async function runDirectTurn(
     call = await runner.call(input, turn.rows, { keepJson: true, ...(turn.onText ? { onText: turn.onText } : {}) });
   } catch (err) {
     if (isTransientFailure(err)) return null;
+    // The call reads and writes PostgreSQL too (a native route's request and checkpoint): an outage there is the
+    // gateway's to answer (503 with Retry-After, errors.ts), not the model's verdict on the turn.
+    if (isDatabaseOutage(err)) throw err;
     // As the workflow's turn fails for good (gateway/errors.ts maps its update failure the same way).
     throw new HttpError(422, err instanceof Error ? err.message : String(err));
   }

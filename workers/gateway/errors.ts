@@ -7,7 +7,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isTemporalOutage, TemporalUnavailableError } from '../../clients/conversationClient.js';
 import { HTTP_REASONS } from '../../contracts/http/common.js';
 import { ConfigError } from '../../engine/index.js';
-import { classifyDbError, refusedWriteMessage } from '../../infra/db/dbErrors.js';
+import { classifyDbError, isDatabaseOutage, refusedWriteMessage } from '../../infra/db/dbErrors.js';
 import {
   CompactionNotFoundError,
   ConversationNotFoundError,
@@ -78,6 +78,14 @@ export function classify(error: FastifyError | Error): Classified {
     return {
       status: 503,
       message: 'the database (PostgreSQL) is unavailable; retry shortly',
+      retryAfter: OUTAGE_RETRY_AFTER_S,
+    };
+  }
+  // Contention that outlasted the retries (SPEC §13.6), or a statement_timeout: nothing was written; try again.
+  if (isDatabaseOutage(error)) {
+    return {
+      status: 503,
+      message: 'the database (PostgreSQL) is busy; retry shortly',
       retryAfter: OUTAGE_RETRY_AFTER_S,
     };
   }
