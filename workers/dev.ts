@@ -136,7 +136,7 @@ const app = await buildGateway({
     appendMetrics: metrics,
     readDb,
     writeConnections: maxConnections,
-    chatProblem: (row) => chatProviderProblem(llm.providers ?? null, row.provider, process.env),
+    chatProblem: (provider) => chatProviderProblem(llm.providers ?? null, provider, process.env),
     baseConfig: config.compression,
     turns: respondDepsFrom(llm),
     ...(turnText ? { turnText } : {}),

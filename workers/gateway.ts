@@ -49,7 +49,7 @@ const app = await buildGateway({
     appendMetrics: metrics,
     readDb,
     writeConnections: env.DATABASE_POOL_SIZE,
-    chatProblem: (row) => chatProviderProblem(providers, row.provider, process.env),
+    chatProblem: (provider) => chatProviderProblem(providers, provider, process.env),
     baseConfig: config.compression,
     turns: respondDepsFrom({ providers, cacheTtl: config.promptCaching.cacheTtl }),
     turnText,

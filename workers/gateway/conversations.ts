@@ -36,6 +36,7 @@ import type { TurnTextListener } from '../../infra/db/turnText.js';
 import { newSessionId } from '../../workflows/ids.js';
 import { type AppendDecideOptions, type AppendMetrics, appendAndDecide, gatewayAppendGroups } from './batchAppend.js';
 import { type ChatRequest, type ChatTurnReply, ChatTurns, type TurnMetrics } from './chatTurns.js';
+import { turnProvider } from './directTurn.js';
 import { InvalidRequestError } from './errors.js';
 import { type PublishedStatus, statusOf, storedBatchOf, turnIdOf } from './logView.js';
 import { PendingWrites } from './pendingWrites.js';
@@ -59,8 +60,11 @@ export interface ConversationStart {
 export interface ConversationsOptions extends StartingRulesBase {
   /** How long `sync` (wait: true, prepared context) waits for the workflow before answering unavailable. */
   waitTimeoutMs?: number;
-  /** Why the agent turn cannot run for a conversation (chatProviderProblem of infra/llm), or null. */
-  chatProblem?: (conversation: ConversationRow) => string | null;
+  /**
+   * Why the agent turn cannot run with this provider (chatProviderProblem of infra/llm), or null: asked of the
+   * provider a conversation's turn would run with now (`turnProvider`), not the one it was created with.
+   */
+  chatProblem?: (provider: string | null) => string | null;
   /**
    * Notify the workflow of every batch, quiet or not (the behaviour before quiet batches): for tests of the
    * notification path itself and for debugging with every batch in the workflow's history.
@@ -140,7 +144,7 @@ export class Conversations {
   }
 
   chatProblem(row: ConversationRow): string | null {
-    return this.options.chatProblem?.(row) ?? null;
+    return this.options.chatProblem?.(turnProvider(row)) ?? null;
   }
 
   /** Tells the workflow of a committed batch (the conversation's row as its append locked it). */

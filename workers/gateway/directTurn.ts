@@ -42,6 +42,14 @@ export interface DirectTurn {
   onText?: OnText;
 }
 
+/**
+ * The provider a turn of the conversation runs with: the one the workflow published (a model switch changes it),
+ * else, before the workflow published anything, the one the conversation was created with.
+ */
+export function turnProvider(head: ConversationRow): string | null {
+  return head.state ? head.state.provider : head.provider;
+}
+
 /** Tells the workflow of the turn's reply batch when that is not quiet. */
 export type NotifyBatch = (reply: StoredBatch) => Promise<void>;
 
@@ -61,7 +69,7 @@ export async function runDirectTurn(
     sessionId: turn.head.current_session_id,
     // The model the workflow decides with (a switch is published before the rules allow a turn here again).
     model: published?.model ?? turn.head.model,
-    provider: published ? published.provider : turn.head.provider,
+    provider: turnProvider(turn.head),
     turnKey: turn.turnId,
     tools: turn.tools ?? null,
     // The compaction whose cache recovery the workflow measures, as it published it (the turn record's telemetry).

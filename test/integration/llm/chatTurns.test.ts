@@ -362,6 +362,33 @@ describe('a quiet chat turn runs in the gateway (issue #11 §2)', () => {
   });
 });
 
+describe("a chat turn's provider", () => {
+  const CLAUDE = { model: 'claude-test', provider: 'anthropic', contextLength: 200_000 };
+
+  it('is the one the conversation has now: switched to one not configured, refused before anything is stored', async () => {
+    const { t, conv } = await conversation();
+    openai.enqueue(reply('first'));
+    await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'one?' }], 'v1') });
+    await stack.client.switchModel(t, conv, CLAUDE);
+    const before = await liveRoles(t, conv);
+    const refused = stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'two?' }], 'v2') });
+    await expect(refused).rejects.toThrow(/provider 'anthropic' is not configured/);
+    expect(await liveRoles(t, conv)).toEqual(before);
+    expect(openai.chatRequests()).toHaveLength(1);
+  });
+
+  it('is the one the conversation has now: created with one not configured, switched to one that is, it runs', async () => {
+    const t = await newTenant(testDb.db);
+    const conv = randomUUID();
+    await stack.client.submit(t, conv, batch([{ role: 'system', content: 'You are terse.' }]), CLAUDE);
+    await stack.client.switchModel(t, conv, GPT);
+    openai.enqueue(reply('now it runs'));
+    const ran = await stack.client.chatTurn(t, conv, { messages: keyed([{ role: 'user', content: 'three?' }], 'v3') });
+    expect(ran.reply.content).toBe('now it runs');
+    expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant']);
+  });
+});
+
 describe('a chat turn in the workflow', () => {
   it('calls the model inside the workflow task that takes the turn, and answers before the compaction it starts has', async () => {
     const { t, conv } = await conversation();

@@ -76,12 +76,8 @@ export async function createStackAt(options: StackAtOptions): Promise<StackAt> {
   // Chat availability as the gateway checks it in production (no provider or key: refused before anything is stored).
   const client = new Conversations(options.db, temporal, {
     baseConfig: normalizeCompressionConfig(options.baseConfig ?? {}),
-    chatProblem: (row) =>
-      chatProviderProblem(
-        options.activityDeps?.providers ?? null,
-        row.provider,
-        options.activityDeps?.env ?? process.env,
-      ),
+    chatProblem: (provider) =>
+      chatProviderProblem(options.activityDeps?.providers ?? null, provider, options.activityDeps?.env ?? process.env),
     // Quiet chat turns run in the gateway, as in production (workers/gateway/chatTurns.ts).
     ...(options.activityDeps?.providers ? { turns: respondDepsFrom(options.activityDeps) } : {}),
     ...options.conversations,
