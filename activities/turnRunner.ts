@@ -15,6 +15,7 @@ import { selectConversation } from '../infra/db/conversations.js';
 import { historyKey } from '../infra/db/historyKeys.js';
 import { type StoredMessage, selectActiveRows, selectRowsByIds } from '../infra/db/messages.js';
 import { pipelined } from '../infra/db/queuedStatements.js';
+import { IdempotencyConflictError } from '../infra/db/storeErrors.js';
 import { READ_ONLY, withTenant } from '../infra/db/tenant.js';
 import { insertTurnQuery, selectTurn, turnUsage } from '../infra/db/turns.js';
 import { chatCompletion } from '../infra/llm/chat.js';
@@ -148,6 +149,22 @@ export function createTurnRunner(deps: RespondDeps) {
    * stored the reply first (and recorded the turn).
    */
   async function store(
+    input: RespondInput,
+    call: TurnCall,
+    settle?: AppendOptions['settle'],
+  ): Promise<{ result: RespondResult; appended: AppendResult } | null> {
+    try {
+      return await storeReply(input, call, settle);
+    } catch (err) {
+      // Two attempts at one turn both called the model (a retry that another gateway took to the workflow while this
+      // one still ran, or a respond attempt retried while an earlier one lived on): their replies differ, so the
+      // later one finds the turn's key taken by another message. The reply stored first is the turn's.
+      if (err instanceof IdempotencyConflictError && !input.replyKey && (await storedTurn(input))) return null;
+      throw err;
+    }
+  }
+
+  async function storeReply(
     input: RespondInput,
     { provider, result, replay, nativeCovered, appServer: compactions }: TurnCall,
     settle?: AppendOptions['settle'],

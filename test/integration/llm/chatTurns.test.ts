@@ -3,6 +3,8 @@
 // storing the reply and reporting it — calls the model once and returns the first reply; the transcript holds one.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { type RespondInput, respondDepsFrom } from '../../../activities/respond.js';
+import { createTurnRunner, type TurnCall } from '../../../activities/turnRunner.js';
 import { parseConfigText } from '../../../infra/config/loadConfig.js';
 import { withTenant } from '../../../infra/db/tenant.js';
 import { llmDepsFromConfig } from '../../../workers/runtime/llmDeps.js';
@@ -12,12 +14,21 @@ import { reply, serverError, unauthorized } from '../../support/fakes/script.js'
 import { activityRuns, settledHistory } from '../../support/harness/activityRuns.js';
 import { createTestDatabase, type TestDatabase } from '../../support/harness/db.js';
 import { createTestStack, type TestStack, workerProcessFor } from '../../support/harness/temporal.js';
-import { activeTranscript, agentTranscript, batch, compactionsOf, keyed, newTenant } from '../workflows/transcript.js';
+import {
+  activeTranscript,
+  agentTranscript,
+  allRows,
+  batch,
+  compactionsOf,
+  keyed,
+  newTenant,
+} from '../workflows/transcript.js';
 
 let testDb: TestDatabase;
 let stack: TestStack;
 let openai: OpenAIFake;
 let configYaml: string;
+let llm: ReturnType<typeof llmDepsFromConfig>;
 const KEYS = { FAKE_OPENAI_KEY: 'sk-openai' };
 const GPT = { model: 'gpt-test', provider: 'openai', contextLength: 200_000 };
 
@@ -29,7 +40,7 @@ beforeAll(async () => {
     'providers:',
     `  openai: { base_url: "${openai.origin}/v1", api_key_env: FAKE_OPENAI_KEY, models: [gpt-test] }`,
   ].join('\n');
-  const llm = llmDepsFromConfig(parseConfigText(configYaml), KEYS, () => undefined);
+  llm = llmDepsFromConfig(parseConfigText(configYaml), KEYS, () => undefined);
   stack = await createTestStack({ db: testDb.db, activityDeps: llm });
 });
 afterAll(async () => {
@@ -444,6 +455,41 @@ describe('a retried chat turn', () => {
     expect(a.replyMessageId).toBe(b.replyMessageId);
     expect(a.reply.content).toBe('slow but single');
     expect(await liveRoles(t, conv)).toEqual(['system', 'user', 'assistant']);
+  });
+
+  it('two attempts that both called the model: the reply stored first is the turn’s, the later one answers with it', async () => {
+    // E.g. a retry another gateway took to the workflow while this one's call still ran, or a respond attempt
+    // retried while an earlier one lived on: the replies differ, so the later one finds the turn's key taken.
+    const { t, conv } = await conversation();
+    const status = await stack.client.status(t, conv);
+    const runner = createTurnRunner({ ...respondDepsFrom(llm), db: testDb.db });
+    const input = {
+      tenantId: t,
+      conversationId: conv,
+      sessionId: status.sessionId,
+      model: GPT.model,
+      provider: GPT.provider,
+      turnKey: `turn:${randomUUID()}`,
+      tools: null,
+      afterCompactionId: null,
+    } as unknown as RespondInput;
+    const usage = { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 };
+    const attempt = (content: string) =>
+      ({
+        provider: { id: 'openai' },
+        result: {
+          message: { role: 'assistant', content },
+          finishReason: 'stop',
+          usage: { ...usage, cache_read_tokens: 0, cache_write_tokens: 0, uncached_input_tokens: 10 },
+          cachingEnabled: false,
+        },
+      }) as unknown as TurnCall;
+    const first = await runner.store(input, attempt('stored first'));
+    expect(first?.result.messageId).toBeGreaterThan(0);
+    expect(await runner.store(input, attempt('stored second'))).toBeNull();
+    expect((await runner.storedTurn(input))?.messageId).toBe(first?.result.messageId);
+    expect((await allRows(testDb.db, t)).map((r) => r.content)).toEqual(['You are terse.', 'stored first']);
+    expect(await turnRows(t)).toBe(1);
   });
 
   it('after the worker died once the reply was stored, before Temporal heard of it', async () => {
