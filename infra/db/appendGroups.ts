@@ -22,6 +22,11 @@
 //   is tried once and waits at most GROUP_LOCK_TIMEOUT_MS for a lock: a conflict, or one conversation's row held by
 //   another writer, sends its batches to their own transactions rather than making them all wait or retry. Each of
 //   those is a new transaction (without the others), run at once and retried as SPEC §13.6 says, up to 15 times.
+// - A held row holds up only its own conversation: a batch alone (a group of one, or of a group rolled back) is tried
+//   once in its slot, waiting at most GROUP_LOCK_TIMEOUT_MS for a lock; one that meets a lock another writer holds
+//   (a tenant's erasure, a compaction's commit) then waits for it outside the slots, with its retries, while the
+//   slots go on with the other batches. Its conversation's later batches stay behind it. At most
+//   `lockWaiters` batches wait at once (each holds a connection); the others keep their turn in a queue.
 import { availableParallelism } from 'node:os';
 import type { Kysely } from 'kysely';
 import { estimateMessagesTokensRough } from '../../engine/tokens.js';
@@ -41,7 +46,7 @@ import {
 import { deferredStatement } from './pipelinedTransactions.js';
 import type { Database } from './schema.js';
 import { tenantSwitch } from './tenant.js';
-import { sqlState, withTenantWrite } from './writeRetry.js';
+import { isRetryableWriteError, sqlState, withTenantWrite } from './writeRetry.js';
 
 /** What a grouped append may ask (conversationAppend.ts AppendOptions): no turn, no admission check, no `after`. */
 export type GroupableOptions = Pick<AppendOptions, 'settle' | 'row'>;
@@ -61,6 +66,11 @@ export interface AppendGroupsOptions {
   onTransaction?: (batches: number) => void;
   /** Told why a group was rolled back, its batches then running alone. */
   onDissolved?: (reason: DissolvedReason) => void;
+  /**
+   * How many batches whose conversation another writer holds wait for it at once, outside the slots (default
+   * `defaultLockWaiters(connections, slots)`).
+   */
+  lockWaiters?: number;
 }
 
 /** Why a group rolled back: a lock another writer held, a conflict (serialization failure, deadlock), else. */
@@ -97,6 +107,13 @@ export const DEFAULT_MAX_GROUP_TOKENS = 32_768;
  */
 export const defaultSlots = (connections = Number.POSITIVE_INFINITY) =>
   Math.max(1, Math.min(connections, availableParallelism()));
+
+/**
+ * The write pool's connections beyond the slots, one left for the other writers of the process (chat turns): each
+ * batch waiting for a held row holds a connection. At least one; the slots' number when the pool's size is unknown.
+ */
+export const defaultLockWaiters = (connections: number | undefined, slots: number) =>
+  Math.max(1, connections === undefined ? slots : connections - slots - 1);
 
 interface Job {
   tenantId: string;
@@ -182,6 +199,20 @@ async function commitTogether(db: Kysely<Database>, jobs: readonly Job[]): Promi
   }
 }
 
+/** One batch in its own transaction, tried once, waiting at most GROUP_LOCK_TIMEOUT_MS for a lock. */
+async function appendOnce(db: Kysely<Database>, job: Job): Promise<AppendResult> {
+  const appended = await withTenantWrite(
+    db,
+    job.tenantId,
+    async (tx) => {
+      await tx.executeQuery(groupLockTimeout());
+      return appendInTransaction(tx, job.tenantId, job.conversationId, job.items, job.options);
+    },
+    { ...APPEND_PLANS, maxAttempts: 1 },
+  );
+  return confirmAppend(job.conversationId, appended, job.options);
+}
+
 /**
  * The gateway's appends of plain batches (workers/gateway/batchAppend.ts): each starts at once while fewer than
  * `slots` run; the ones that arrive meanwhile wait, and the next free slot takes the oldest of them, whatever their
@@ -198,6 +229,10 @@ export class AppendGroups {
   private readonly maxGroupTokens: number;
   private readonly onTransaction: ((batches: number) => void) | undefined;
   private readonly onDissolved: ((reason: DissolvedReason) => void) | undefined;
+  /** Batches whose conversation another writer held when they were tried, oldest first, waiting for a place. */
+  private readonly held: Job[] = [];
+  private lockWaiting = 0;
+  private readonly lockWaiters: number;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -209,6 +244,10 @@ export class AppendGroups {
     this.maxGroupTokens = Math.max(1, Math.floor(options.maxGroupTokens ?? DEFAULT_MAX_GROUP_TOKENS));
     this.onTransaction = options.onTransaction;
     this.onDissolved = options.onDissolved;
+    this.lockWaiters = Math.max(
+      1,
+      Math.floor(options.lockWaiters ?? defaultLockWaiters(options.connections, this.slots)),
+    );
   }
 
   /** conversationAppend.ts `appendToConversation`, maybe in one transaction with other conversations' batches. */
@@ -235,13 +274,31 @@ export class AppendGroups {
       const group = this.take();
       if (group.length === 0) return;
       this.running++;
-      for (const job of group) this.busy.add(conversationKey(job));
+      for (const job of group) this.claim(job);
       void this.run(group).finally(() => {
         this.running--;
-        for (const job of group) this.busy.delete(conversationKey(job));
         this.pump();
       });
     }
+  }
+
+  /** Marks the job's conversation busy until the job settles (committed, refused or failed), whatever its slot does. */
+  private claim(job: Job): void {
+    const key = conversationKey(job);
+    this.busy.add(key);
+    const { resolve, reject } = job;
+    const release = () => {
+      this.busy.delete(key);
+      this.pump();
+    };
+    job.resolve = (result) => {
+      release();
+      resolve(result);
+    };
+    job.reject = (error) => {
+      release();
+      reject(error);
+    };
   }
 
   /**
@@ -284,22 +341,43 @@ export class AppendGroups {
   }
 
   private async run(group: readonly Job[]): Promise<void> {
-    const alone = async (job: Job) => {
-      try {
-        job.resolve(await appendToConversation(this.db, job.tenantId, job.conversationId, job.items, job.options));
-      } catch (error) {
-        job.reject(error);
-      }
-    };
     this.onTransaction?.(group.length);
-    if (group.length === 1) return alone(group[0]!);
+    if (group.length === 1) return this.alone(group[0]!);
     try {
       await commitTogether(this.db, group);
     } catch (error) {
       // Rolled back: each batch again on its own, as it would have run without the others.
       this.onDissolved?.(dissolvedReason(error));
       for (const _ of group) this.onTransaction?.(1);
-      await Promise.all(group.map(alone));
+      await Promise.all(group.map((job) => this.alone(job)));
+    }
+  }
+
+  /**
+   * A batch in its own transaction, in the slot: tried once, waiting at most GROUP_LOCK_TIMEOUT_MS for a lock. Met
+   * with a lock another writer holds (or a conflict), it is handed to `waitForLocks` and the slot is free again.
+   */
+  private async alone(job: Job): Promise<void> {
+    try {
+      job.resolve(await appendOnce(this.db, job));
+    } catch (error) {
+      if (!isRetryableWriteError(error)) return job.reject(error);
+      this.held.push(job);
+      this.waitForLocks();
+    }
+  }
+
+  /** The held batches, oldest first, each waiting for its locks as an append does (SPEC §13.6's retries). */
+  private waitForLocks(): void {
+    while (this.lockWaiting < this.lockWaiters && this.held.length > 0) {
+      const job = this.held.shift()!;
+      this.lockWaiting++;
+      void appendToConversation(this.db, job.tenantId, job.conversationId, job.items, job.options)
+        .then(job.resolve, job.reject)
+        .finally(() => {
+          this.lockWaiting--;
+          this.waitForLocks();
+        });
     }
   }
 }

@@ -337,6 +337,51 @@ describe('AppendGroups', () => {
     }
   });
 
+  it('batches of conversations another writer holds wait outside the slots: the others, of any tenant, go on', async () => {
+    // One batch waits for a held row at a time: the second held one waits for its place, holding no connection.
+    const groups = new AppendGroups(testDb.db, { connections: 5, slots: 1, lockWaiters: 1 });
+    const [holder, held, x, alsoHeld] = await Promise.all(
+      Array.from({ length: 4 }, () => newConversation(testDb.db, A)),
+    );
+    const y = await newConversation(testDb.db, B);
+    const stored = (append: Promise<unknown>) =>
+      Promise.race([append.then(() => 'stored'), sleep(5_000).then(() => 'still waiting')]);
+    // Another writer (a tenant's erasure, a compaction's commit) holds two conversations' rows, for a while.
+    const writer = new pg.Client({ connectionString: testDb.url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query('SELECT 1 FROM conversations WHERE id = ANY($1) FOR UPDATE', [[held, alsoHeld]]);
+      // A group of a held conversation and two others is rolled back; those two are stored at once.
+      const first = takeTheSlot(groups, A, holder!);
+      const heldFirst = groups.append(A, held!, keyed([user('held 1')], 'h1'));
+      const others = [
+        groups.append(A, x!, keyed([user('x 1')], 'x1')),
+        groups.append(B, y, keyed([user('y 1')], 'y1')),
+      ];
+      await first;
+      expect(await stored(Promise.all(others))).toBe('stored');
+      // Nor do the next ones of those conversations wait for the held one, which waits outside the only slot.
+      expect(await stored(groups.append(A, x!, keyed([user('x 2')], 'x2')))).toBe('stored');
+      // A batch that meets a held row alone leaves the slot to the others too.
+      const alsoHeldFirst = groups.append(A, alsoHeld!, keyed([user('also held 1')], 'a1'));
+      await sleep(200);
+      expect(await stored(groups.append(B, y, keyed([user('y 2')], 'y2')))).toBe('stored');
+      // A held conversation's later batch stays behind its first.
+      const heldSecond = groups.append(A, held!, keyed([user('held 2')], 'h2'));
+      await sleep(100);
+      expect(await transcriptOf(A, held!)).toEqual([]);
+      await writer.query('COMMIT');
+      await Promise.all([heldFirst, heldSecond, alsoHeldFirst]);
+      expect(await transcriptOf(A, held!)).toEqual(['held 1', 'held 2']);
+      expect(await transcriptOf(A, alsoHeld!)).toEqual(['also held 1']);
+      expect(await transcriptOf(A, x!)).toEqual(['x 1', 'x 2']);
+      expect(await transcriptOf(B, y)).toEqual(['y 1', 'y 2']);
+    } finally {
+      await writer.end();
+    }
+  });
+
   it('a rotation that commits while a later tenant’s batch waits for its lock: read again under that tenant, in the group', async () => {
     // The batch's lock waits for the rotation; once it commits, the lock's join finds no row and the append reads the
     // conversation again (conversationHead.ts `headByTwoLocks`, then the new session's state), statements sent after
