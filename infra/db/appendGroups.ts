@@ -1,8 +1,9 @@
-// Batches that arrive while the write pool is busy are committed together (issue #11 §1, DESIGN.md §3, §4): one
-// transaction holds the appends of several conversations, of any tenants, each exactly as it would run alone
-// (conversationAppend.ts `appendInTransaction`) and under its own tenant, so a group costs one BEGIN, one COMMIT (one
-// WAL flush) and two flights — every batch's lock and reads, then every batch's writes with the COMMIT — where the
-// batches alone cost two flights and a COMMIT each (`bench:load` figures: README, "PostgreSQL").
+// Batches that arrive while the write pool is busy are committed together (issue #11 §1, DESIGN.md §3, §4; the
+// transactions themselves: groupTransactions.ts): one transaction holds the appends of several conversations, of any
+// tenants, each exactly as it would run alone (conversationAppend.ts `appendInTransaction`) and under its own tenant,
+// so a group costs one BEGIN, one COMMIT (one WAL flush) and two flights — every batch's lock and reads, then every
+// batch's writes with the COMMIT — where the batches alone cost two flights and a COMMIT each (`bench:load` figures:
+// README, "PostgreSQL").
 //
 // - Accepted = committed still: a batch's promise settles after the group's COMMIT answered.
 // - Nothing waits to be grouped: a batch starts at once while fewer than `slots` transactions run; only the batches
@@ -30,26 +31,12 @@
 import { availableParallelism } from 'node:os';
 import type { Kysely } from 'kysely';
 import { estimateMessagesTokensRough } from '../../engine/tokens.js';
-import { type AppendReads, queueAppendReads } from './appendReads.js';
-import {
-  APPEND_PLANS,
-  type AppendInTransaction,
-  type AppendItem,
-  type AppendOptions,
-  type AppendResult,
-  appendInTransaction,
-  appendToConversation,
-  confirmAppend,
-  refusedBeforeWrites,
-  validateItems,
-} from './conversationAppend.js';
-import { deferredStatement } from './pipelinedTransactions.js';
+import { type AppendItem, type AppendResult, appendToConversation, validateItems } from './conversationAppend.js';
+import { appendOnce, commitTogether, conversationKey, type GroupableOptions, type Job } from './groupTransactions.js';
 import type { Database } from './schema.js';
-import { tenantSwitch } from './tenant.js';
-import { isRetryableWriteError, sqlState, withTenantWrite } from './writeRetry.js';
+import { isRetryableWriteError, sqlState } from './writeRetry.js';
 
-/** What a grouped append may ask (conversationAppend.ts AppendOptions): no turn, no admission check, no `after`. */
-export type GroupableOptions = Pick<AppendOptions, 'settle' | 'row'>;
+export { GROUP_LOCK_TIMEOUT_MS, type GroupableOptions } from './groupTransactions.js';
 
 export interface AppendGroupsOptions {
   /** The write pool's size: never more transactions at once than it has connections (unset: not known). */
@@ -115,103 +102,7 @@ export const defaultSlots = (connections = Number.POSITIVE_INFINITY) =>
 export const defaultLockWaiters = (connections: number | undefined, slots: number) =>
   Math.max(1, connections === undefined ? slots : connections - slots - 1);
 
-interface Job {
-  tenantId: string;
-  conversationId: string;
-  items: readonly AppendItem[];
-  /** Its messages' estimated tokens, once a group weighed it. */
-  tokens?: number;
-  options: GroupableOptions;
-  resolve: (result: AppendResult) => void;
-  reject: (error: unknown) => void;
-}
-
-const conversationKey = (job: Pick<Job, 'tenantId' | 'conversationId'>) => `${job.tenantId}\n${job.conversationId}`;
-
 const tokensOf = (job: Job) => (job.tokens ??= estimateMessagesTokensRough(job.items.map((item) => item.message)));
-
-type Outcome = { appended: AppendInTransaction } | { refused: unknown };
-
-/**
- * How long a group waits for a lock (mostly a conversation's row held by a compaction's commit, a chat turn, another
- * writer; any heavyweight lock counts, e.g. extending a table): then it gives up and its batches run alone, so the
- * others never wait for the one that is held. A group itself takes 20–50 ms under load (`bench:load`), so a wait
- * this long is not one of those.
- */
-export const GROUP_LOCK_TIMEOUT_MS = 50;
-const groupLockTimeout = () =>
-  deferredStatement(`SELECT set_config('lock_timeout', '${GROUP_LOCK_TIMEOUT_MS}ms', true)`);
-
-/**
- * The jobs (distinct conversations) in one transaction, in (tenant, conversation) order, each under its own tenant;
- * then, committed, each job settles with its own result or refusal. Throws when the transaction failed: nothing of it
- * was stored.
- */
-async function commitTogether(db: Kysely<Database>, jobs: readonly Job[]): Promise<void> {
-  const order = [...jobs].sort((a, b) => (conversationKey(a) < conversationKey(b) ? -1 : 1));
-  const outcomes = await withTenantWrite(
-    db,
-    order[0]!.tenantId,
-    async (tx) => {
-      await tx.executeQuery(groupLockTimeout());
-      // The tenant of the statements that follow: a switch is held back and travels, in order, before them.
-      let current = order[0]!.tenantId;
-      const scope = async (tenantId: string) => {
-        if (tenantId === current) return;
-        await tx.executeQuery(tenantSwitch(tenantId));
-        current = tenantId;
-      };
-      // One flight for every batch's lock and reads, the last one's sending them all.
-      const reads: AppendReads[] = [];
-      for (const [i, job] of order.entries()) {
-        const keys = job.items.map((item) => item.idempotencyKey);
-        await scope(job.tenantId);
-        reads.push(await queueAppendReads(tx, job.tenantId, job.conversationId, keys, i === order.length - 1));
-      }
-      // Then each batch's writes, queued: they travel with the COMMIT (a read an append must repeat, sent at once,
-      // runs under its batch's tenant too).
-      const done = new Map<Job, Outcome>();
-      for (const [i, job] of order.entries()) {
-        await scope(job.tenantId);
-        try {
-          const appended = await appendInTransaction(
-            tx,
-            job.tenantId,
-            job.conversationId,
-            job.items,
-            job.options,
-            reads[i],
-          );
-          done.set(job, { appended });
-        } catch (error) {
-          if (!refusedBeforeWrites(error)) throw error;
-          done.set(job, { refused: error });
-        }
-      }
-      return done;
-    },
-    // Tried once: whatever fails it (a conflict too), each batch then runs alone, with its own retries.
-    { ...APPEND_PLANS, maxAttempts: 1 },
-  );
-  for (const [job, outcome] of outcomes) {
-    if ('refused' in outcome) job.reject(outcome.refused);
-    else confirmAppend(job.conversationId, outcome.appended, job.options).then(job.resolve, job.reject);
-  }
-}
-
-/** One batch in its own transaction, tried once, waiting at most GROUP_LOCK_TIMEOUT_MS for a lock. */
-async function appendOnce(db: Kysely<Database>, job: Job): Promise<AppendResult> {
-  const appended = await withTenantWrite(
-    db,
-    job.tenantId,
-    async (tx) => {
-      await tx.executeQuery(groupLockTimeout());
-      return appendInTransaction(tx, job.tenantId, job.conversationId, job.items, job.options);
-    },
-    { ...APPEND_PLANS, maxAttempts: 1 },
-  );
-  return confirmAppend(job.conversationId, appended, job.options);
-}
 
 /**
  * The gateway's appends of plain batches (workers/gateway/batchAppend.ts): each starts at once while fewer than
