@@ -77,17 +77,22 @@ export function classifyDbError(error: unknown): DbErrorKind | null {
 }
 
 /**
- * An outage (`unavailable`), or a transient failure a retry may not outlast: serialization failure, deadlock, lock
- * timeout (SPEC §13.6's retries exhausted) or a statement cancelled (statement_timeout). Answered 503 with
- * Retry-After by the gateway, never 500.
+ * An outage (`unavailable`), or contention that outlasted SPEC §13.6's retries (serialization failure, deadlock,
+ * lock timeout): nothing was written, and trying again later can succeed. Answered 503 with Retry-After by the
+ * gateway, never 500.
  */
 export function isDatabaseOutage(error: unknown): boolean {
-  if (classifyDbError(error) === 'unavailable' || isRetryableWriteError(error)) return true;
-  return sqlState(error) === QUERY_CANCELED;
+  return classifyDbError(error) === 'unavailable' || isRetryableWriteError(error);
 }
 
-/** query_canceled: a statement_timeout (or a cancel request) ended the statement. */
-const QUERY_CANCELED = '57014';
+/**
+ * A statement PostgreSQL cancelled (query_canceled: an operator's statement_timeout, or a cancel request). Unlike
+ * contention it may fail the same way every time (a statement that always takes longer than the timeout), so the
+ * gateway answers 503 naming it, without Retry-After: a client does not retry it on a timer.
+ */
+export function isCancelledStatement(error: unknown): boolean {
+  return sqlState(error) === '57014';
+}
 
 /**
  * A message for a refused write that names the condition but never quotes the data (PostgreSQL's own message may

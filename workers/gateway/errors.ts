@@ -7,7 +7,12 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isTemporalOutage, TemporalUnavailableError } from '../../clients/conversationClient.js';
 import { HTTP_REASONS } from '../../contracts/http/common.js';
 import { ConfigError } from '../../engine/index.js';
-import { classifyDbError, isDatabaseOutage, refusedWriteMessage } from '../../infra/db/dbErrors.js';
+import {
+  classifyDbError,
+  isCancelledStatement,
+  isDatabaseOutage,
+  refusedWriteMessage,
+} from '../../infra/db/dbErrors.js';
 import {
   CompactionNotFoundError,
   ConversationNotFoundError,
@@ -81,12 +86,18 @@ export function classify(error: FastifyError | Error): Classified {
       retryAfter: OUTAGE_RETRY_AFTER_S,
     };
   }
-  // Contention that outlasted the retries (SPEC §13.6), or a statement_timeout: nothing was written; try again.
+  // Contention that outlasted the retries (SPEC §13.6): nothing was written; try again.
   if (isDatabaseOutage(error)) {
     return {
       status: 503,
       message: 'the database (PostgreSQL) is busy; retry shortly',
       retryAfter: OUTAGE_RETRY_AFTER_S,
+    };
+  }
+  if (isCancelledStatement(error)) {
+    return {
+      status: 503,
+      message: 'the database (PostgreSQL) cancelled the statement (statement_timeout or a cancel)',
     };
   }
   // Input the edge validation let through but PostgreSQL refused: nothing was written (the transaction rolled back).

@@ -1,6 +1,6 @@
 // What the gateway answers when PostgreSQL fails a request (workers/gateway/errors.ts): an outage or contention that
-// outlasted the retries (SPEC §13.6) or a statement_timeout is 503 with Retry-After, never 500; data PostgreSQL
-// refused is 400. A chat turn run in the gateway (workers/gateway/directTurn.ts) whose model call meets a database
+// outlasted the retries (SPEC §13.6) is 503 with Retry-After, a statement_timeout 503 without it, never 500; data
+// PostgreSQL refused is 400. A chat turn run in the gateway (workers/gateway/directTurn.ts) whose model call meets a database
 // outage answers the same 503, not the 422 of a model that refused the turn for good.
 import { describe, expect, it } from 'vitest';
 import type { TurnRunner } from '../../../activities/turnRunner.js';
@@ -16,7 +16,6 @@ describe('PostgreSQL errors, as the gateway answers them', () => {
     ['55P03', 'canceling statement due to lock timeout'],
     ['40001', 'could not serialize access due to concurrent update'],
     ['40P01', 'deadlock detected'],
-    ['57014', 'canceling statement due to statement timeout'],
     ['57P01', 'terminating connection due to administrator command'],
     ['ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432'],
   ])('%s: 503 with Retry-After', (code, message) => {
@@ -24,6 +23,11 @@ describe('PostgreSQL errors, as the gateway answers them', () => {
     expect(answer.status).toBe(503);
     expect(answer.retryAfter).toBeGreaterThan(0);
     expect(answer.message).toMatch(/PostgreSQL/);
+  });
+
+  it('a statement PostgreSQL cancelled (statement_timeout) is 503 naming it, with no Retry-After to retry it on', () => {
+    const answer = classify(pgError('57014', 'canceling statement due to statement timeout'));
+    expect(answer).toEqual({ status: 503, message: expect.stringMatching(/statement_timeout/) });
   });
 
   it('refused data is 400 and an unknown error 500', () => {
