@@ -25,16 +25,20 @@
 //   those is a new transaction (without the others), run at once and retried as SPEC §13.6 says, up to 15 times.
 // - A held row holds up only its own conversation: a batch alone (a group of one, or of a group rolled back) is tried
 //   once in its slot, waiting at most GROUP_LOCK_TIMEOUT_MS for a lock; one that meets a lock another writer holds
-//   (a tenant's erasure, a compaction's commit) then waits for it outside the slots, with its retries, while the
-//   slots go on with the other batches. Its conversation's later batches stay behind it. At most
-//   `lockWaiters` batches wait at once (each holds a connection); the others keep their turn in a queue.
+//   (a tenant's erasure, a compaction's commit) or a conflict is held: it is tried again outside the slots, while the
+//   slots go on with the other batches, by at most `lockWaiters` at once (each attempt holds a connection), each
+//   attempt waiting at most `heldLockTimeoutMs` after SPEC §13.6's sleep, and going to the back of the held ones when
+//   it meets the lock again, so a row held for long never holds up a batch whose row was held briefly. Its
+//   conversation's later batches stay behind it. A batch still held after `heldDeadlineMs` fails with the lock
+//   timeout (503 with Retry-After at the gateway): nothing of it was stored.
 import { availableParallelism } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { estimateMessagesTokensRough } from '../../engine/tokens.js';
-import { type AppendItem, type AppendResult, appendToConversation, validateItems } from './conversationAppend.js';
+import { type AppendItem, type AppendResult, validateItems } from './conversationAppend.js';
 import { appendOnce, commitTogether, conversationKey, type GroupableOptions, type Job } from './groupTransactions.js';
 import type { Database } from './schema.js';
-import { isRetryableWriteError, sqlState } from './writeRetry.js';
+import { isRetryableWriteError, retrySleepMs, sqlState } from './writeRetry.js';
 
 export { GROUP_LOCK_TIMEOUT_MS, type GroupableOptions } from './groupTransactions.js';
 
@@ -54,11 +58,20 @@ export interface AppendGroupsOptions {
   /** Told why a group was rolled back, its batches then running alone. */
   onDissolved?: (reason: DissolvedReason) => void;
   /**
-   * How many batches whose conversation another writer holds wait for it at once, outside the slots (default
-   * `defaultLockWaiters(connections, slots)`).
+   * How many held batches (their conversation's row held by another writer, or a conflict) are tried at once, outside
+   * the slots (default `defaultLockWaiters(connections, slots)`).
    */
   lockWaiters?: number;
+  /** How long one attempt of a held batch waits for a lock (default HELD_LOCK_TIMEOUT_MS). */
+  heldLockTimeoutMs?: number;
+  /** How long a batch may stay held before it fails (default HELD_DEADLINE_MS). */
+  heldDeadlineMs?: number;
 }
+
+/** One attempt of a held batch waits this long for a lock, then lets the next held batch try. */
+export const HELD_LOCK_TIMEOUT_MS = 1_000;
+/** A batch held this long fails (as the gateway's longest waits do, e.g. `wait: true`): the client tries again. */
+export const HELD_DEADLINE_MS = 30_000;
 
 /** Why a group rolled back: a lock another writer held, a conflict (serialization failure, deadlock), else. */
 export type DissolvedReason = 'lock_timeout' | 'conflict' | 'error';
@@ -120,10 +133,13 @@ export class AppendGroups {
   private readonly maxGroupTokens: number;
   private readonly onTransaction: ((batches: number) => void) | undefined;
   private readonly onDissolved: ((reason: DissolvedReason) => void) | undefined;
-  /** Batches whose conversation another writer held when they were tried, oldest first, waiting for a place. */
+  /** Held batches waiting for their next attempt, oldest first, and when each was first held. */
   private readonly held: Job[] = [];
+  private readonly heldSince = new Map<Job, number>();
   private lockWaiting = 0;
   private readonly lockWaiters: number;
+  private readonly heldLockTimeoutMs: number;
+  private readonly heldDeadlineMs: number;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -139,6 +155,8 @@ export class AppendGroups {
       1,
       Math.floor(options.lockWaiters ?? defaultLockWaiters(options.connections, this.slots)),
     );
+    this.heldLockTimeoutMs = Math.max(1, options.heldLockTimeoutMs ?? HELD_LOCK_TIMEOUT_MS);
+    this.heldDeadlineMs = Math.max(0, options.heldDeadlineMs ?? HELD_DEADLINE_MS);
   }
 
   /** conversationAppend.ts `appendToConversation`, maybe in one transaction with other conversations' batches. */
@@ -173,22 +191,27 @@ export class AppendGroups {
     }
   }
 
-  /** Marks the job's conversation busy until the job settles (committed, refused or failed), whatever its slot does. */
+  /**
+   * Marks the job's conversation busy until the job settles (committed, refused or failed), whatever its slot does.
+   * It settles once; the next group is taken after the settling code has run.
+   */
   private claim(job: Job): void {
     const key = conversationKey(job);
     this.busy.add(key);
     const { resolve, reject } = job;
-    const release = () => {
+    let settled = false;
+    const settle = () => {
+      if (settled) return false;
+      settled = true;
       this.busy.delete(key);
-      this.pump();
+      queueMicrotask(() => this.pump());
+      return true;
     };
     job.resolve = (result) => {
-      release();
-      resolve(result);
+      if (settle()) resolve(result);
     };
     job.reject = (error) => {
-      release();
-      reject(error);
+      if (settle()) reject(error);
     };
   }
 
@@ -246,29 +269,50 @@ export class AppendGroups {
 
   /**
    * A batch in its own transaction, in the slot: tried once, waiting at most GROUP_LOCK_TIMEOUT_MS for a lock. Met
-   * with a lock another writer holds (or a conflict), it is handed to `waitForLocks` and the slot is free again.
+   * with a lock another writer holds (or a conflict), it is held, and the slot is free again.
    */
   private async alone(job: Job): Promise<void> {
     try {
       job.resolve(await appendOnce(this.db, job));
     } catch (error) {
-      if (!isRetryableWriteError(error)) return job.reject(error);
-      this.held.push(job);
-      this.waitForLocks();
+      this.hold(job, error);
     }
   }
 
-  /** The held batches, oldest first, each waiting for its locks as an append does (SPEC §13.6's retries). */
-  private waitForLocks(): void {
+  /** A batch whose attempt failed: held for another (a retryable failure, within its deadline), else failed. */
+  private hold(job: Job, error: unknown): void {
+    const since = this.heldSince.get(job) ?? Date.now();
+    if (!isRetryableWriteError(error) || Date.now() - since >= this.heldDeadlineMs) {
+      this.heldSince.delete(job);
+      job.reject(error);
+      return;
+    }
+    this.heldSince.set(job, since);
+    this.held.push(job);
+    this.tryHeld();
+  }
+
+  /** The held batches' next attempts, oldest first, at most `lockWaiters` at once. */
+  private tryHeld(): void {
     while (this.lockWaiting < this.lockWaiters && this.held.length > 0) {
       const job = this.held.shift()!;
       this.lockWaiting++;
-      void appendToConversation(this.db, job.tenantId, job.conversationId, job.items, job.options)
-        .then(job.resolve, job.reject)
-        .finally(() => {
-          this.lockWaiting--;
-          this.waitForLocks();
-        });
+      void this.tryHeldOnce(job).finally(() => {
+        this.lockWaiting--;
+        this.tryHeld();
+      });
+    }
+  }
+
+  /** One attempt of a held batch, after SPEC §13.6's sleep, waiting at most `heldLockTimeoutMs` for a lock. */
+  private async tryHeldOnce(job: Job): Promise<void> {
+    await sleep(retrySleepMs(Math.random));
+    try {
+      const result = await appendOnce(this.db, job, this.heldLockTimeoutMs);
+      this.heldSince.delete(job);
+      job.resolve(result);
+    } catch (error) {
+      this.hold(job, error);
     }
   }
 }

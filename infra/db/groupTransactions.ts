@@ -45,8 +45,9 @@ type Outcome = { appended: AppendInTransaction } | { refused: unknown };
  * this long is not one of those.
  */
 export const GROUP_LOCK_TIMEOUT_MS = 50;
-const groupLockTimeout = () =>
-  deferredStatement(`SELECT set_config('lock_timeout', '${GROUP_LOCK_TIMEOUT_MS}ms', true)`);
+const lockTimeout = (ms: number) =>
+  deferredStatement(`SELECT set_config('lock_timeout', '${Math.max(1, Math.floor(ms))}ms', true)`);
+const groupLockTimeout = () => lockTimeout(GROUP_LOCK_TIMEOUT_MS);
 
 /**
  * The jobs (distinct conversations) in one transaction, in (tenant, conversation) order, each under its own tenant;
@@ -105,13 +106,17 @@ export async function commitTogether(db: Kysely<Database>, jobs: readonly Job[])
   }
 }
 
-/** One batch in its own transaction, tried once, waiting at most GROUP_LOCK_TIMEOUT_MS for a lock. */
-export async function appendOnce(db: Kysely<Database>, job: Job): Promise<AppendResult> {
+/** One batch in its own transaction, tried once, waiting at most `lockTimeoutMs` for a lock. */
+export async function appendOnce(
+  db: Kysely<Database>,
+  job: Job,
+  lockTimeoutMs = GROUP_LOCK_TIMEOUT_MS,
+): Promise<AppendResult> {
   const appended = await withTenantWrite(
     db,
     job.tenantId,
     async (tx) => {
-      await tx.executeQuery(groupLockTimeout());
+      await tx.executeQuery(lockTimeout(lockTimeoutMs));
       return appendInTransaction(tx, job.tenantId, job.conversationId, job.items, job.options);
     },
     { ...APPEND_PLANS, maxAttempts: 1 },

@@ -382,6 +382,53 @@ describe('AppendGroups', () => {
     }
   });
 
+  it('a row held for long never holds up a batch whose row was held briefly; a batch held too long fails, unstored', async () => {
+    const groups = new AppendGroups(testDb.db, {
+      connections: 5,
+      slots: 1,
+      lockWaiters: 1,
+      heldLockTimeoutMs: 100,
+      heldDeadlineMs: 1_500,
+    });
+    const [long, brief] = await Promise.all([newConversation(testDb.db, A), newConversation(testDb.db, B)]);
+    const holding = async (conversationId: string) => {
+      const writer = new pg.Client({ connectionString: testDb.url });
+      await writer.connect();
+      await writer.query('BEGIN');
+      await writer.query('SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE', [conversationId]);
+      return writer;
+    };
+    const longWriter = await holding(long!);
+    const briefWriter = await holding(brief);
+    try {
+      // Held first, the long one takes the only place to wait, again and again; the brief one, held after it, still
+      // gets its turns.
+      const longAppend = groups.append(A, long!, keyed([user('long')], 'l'));
+      const failed = longAppend.then(
+        () => null,
+        (error: unknown) => error,
+      );
+      await sleep(150);
+      const briefAppend = groups.append(B, brief, keyed([user('brief')], 'b'));
+      await sleep(300);
+      await briefWriter.query('COMMIT');
+      expect(await Promise.race([briefAppend.then(() => 'stored'), sleep(1_000).then(() => 'still waiting')])).toBe(
+        'stored',
+      );
+      expect(await transcriptOf(B, brief)).toEqual(['brief']);
+      // The long one is still held at its deadline: it fails with the lock timeout, nothing of it stored.
+      expect(await failed).toMatchObject({ code: '55P03' });
+      expect(await transcriptOf(A, long!)).toEqual([]);
+      await longWriter.query('COMMIT');
+      // Its conversation is free again: the client's retry is stored.
+      expect((await groups.append(A, long!, keyed([user('long')], 'l'))).appended).toHaveLength(1);
+      expect(await transcriptOf(A, long!)).toEqual(['long']);
+    } finally {
+      await longWriter.end();
+      await briefWriter.end();
+    }
+  });
+
   it('a rotation that commits while a later tenant’s batch waits for its lock: read again under that tenant, in the group', async () => {
     // The batch's lock waits for the rotation; once it commits, the lock's join finds no row and the append reads the
     // conversation again (conversationHead.ts `headByTwoLocks`, then the new session's state), statements sent after
