@@ -108,7 +108,9 @@ export async function withTenant<T>(
  *
  * Only for that shape: the statement's own relations were planned, with the row security of the connection's role,
  * before the setting existed (the tenant role is not taken here; the function body runs as its owner either way).
- * Refused in a transaction, which the settings would outlive.
+ * Refused in a transaction, which the settings would outlive. The embedded server (infra/postgres/embedded.ts,
+ * pglite-socket) keeps one client's messages together only inside a transaction block: this is safe there because
+ * it serves one connection; with several, another client's statement could run between this one and its Sync.
  */
 export async function callAsTenant<R>(
   db: Kysely<Database>,
